@@ -1,0 +1,104 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/** A problem with what the user asked for: exit code 2, one line. */
+export class UsageError extends Error {}
+
+/** mcp-sandbox-conformance.json: everything a flag can say, for a repository to keep. */
+export interface ConfigFile {
+  exec?: { tool: string; arguments?: unknown };
+  env?: Record<string, string>;
+  cwd?: string;
+  startupTimeoutSec?: number;
+  callTimeoutSec?: number;
+  assumeOptIn?: boolean;
+}
+
+export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
+const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn']);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Loads --config FILE, or the default file when present. */
+export function loadConfig(path: string | undefined): { config: ConfigFile; path?: string } {
+  const file = path ?? (existsSync(DEFAULT_CONFIG) ? DEFAULT_CONFIG : undefined);
+  if (!file) return { config: {} };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read config ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`config ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  return { config: validateConfig(raw, file), path: resolve(file) };
+}
+
+export function validateConfig(raw: unknown, file: string): ConfigFile {
+  const where = (key: string) => `config ${file}: "${key}"`;
+  if (!isObject(raw)) throw new UsageError(`config ${file} must hold a JSON object`);
+  for (const key of Object.keys(raw)) {
+    if (!KNOWN_KEYS.has(key)) throw new UsageError(`${where(key)} is not a known setting (known: ${[...KNOWN_KEYS].filter((k) => k !== '$schema').join(', ')})`);
+  }
+  const config: ConfigFile = {};
+  if (raw.exec !== undefined) {
+    if (!isObject(raw.exec) || typeof raw.exec.tool !== 'string' || raw.exec.tool === '') {
+      throw new UsageError(`${where('exec')} must be {"tool": "<name>", "arguments": {...}}`);
+    }
+    config.exec = { tool: raw.exec.tool, arguments: raw.exec.arguments };
+  }
+  if (raw.env !== undefined) {
+    if (!isObject(raw.env) || Object.values(raw.env).some((v) => typeof v !== 'string')) {
+      throw new UsageError(`${where('env')} must map names to strings`);
+    }
+    config.env = raw.env as Record<string, string>;
+  }
+  if (raw.cwd !== undefined) {
+    if (typeof raw.cwd !== 'string') throw new UsageError(`${where('cwd')} must be a string`);
+    config.cwd = raw.cwd;
+  }
+  for (const key of ['startupTimeoutSec', 'callTimeoutSec'] as const) {
+    const value = raw[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !(value > 0)) throw new UsageError(`${where(key)} must be a positive number of seconds`);
+    config[key] = value;
+  }
+  if (raw.assumeOptIn !== undefined) {
+    if (typeof raw.assumeOptIn !== 'boolean') throw new UsageError(`${where('assumeOptIn')} must be true or false`);
+    config.assumeOptIn = raw.assumeOptIn;
+  }
+  return config;
+}
+
+/** --env K=V, repeatable. */
+export function parseEnvPairs(pairs: string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--env expects NAME=VALUE, got "${pair}"`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
+export function parseExecArgs(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--exec-args is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Glob over check ids: `*` matches anything (slashes included), `?` one character. */
+export function globMatcher(patterns: string[]): (id: string) => boolean {
+  const regexes = patterns.map(
+    (p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`),
+  );
+  return (id) => regexes.some((r) => r.test(id));
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { packageRoot } from '../harness/paths.js';
+import { killAllLiveGroups } from '../harness/stdio-transport.js';
+import { allChecks, allScenarios } from '../suites/index.js';
+import { removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
+import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError } from './config.js';
+import { exitCodeFor, EXIT } from './exit-codes.js';
+import { renderHuman } from './reporters/human.js';
+import { renderExplain, renderList } from './reporters/catalog.js';
+import { stdioTarget, TargetNotFound } from './target.js';
+
+const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+
+const useColor = (flag: boolean | undefined): boolean => {
+  if (flag !== undefined) return flag;
+  if ('NO_COLOR' in process.env && process.env.NO_COLOR !== '') return false;
+  return Boolean(process.stdout.isTTY);
+};
+
+function onSignal(signal: NodeJS.Signals, code: number): void {
+  process.once(signal, () => {
+    killAllLiveGroups();
+    removeLiveRunDirs();
+    process.stderr.write(`\nmcp-sandbox-conformance: interrupted (${signal}); servers stopped, temp files removed\n`);
+    process.exit(code);
+  });
+}
+
+async function main(argv: string[]): Promise<number> {
+  const parser = yargs(argv)
+    .scriptName('mcp-sandbox-conformance')
+    .usage(
+      [
+        'Checks an MCP server against the sandbox contract OpenAI Codex gives servers that run commands.',
+        'A fake Codex host starts the server once per scenario and reports each check with expected vs actual.',
+        '',
+        'Usage:',
+        '  $0 [options] <server> [server args...]   a stdio server: an executable, or a .js/.mjs/.cjs file run with node',
+        '  $0 [options] -- <command...>             any command that starts a stdio server',
+        '  $0 list                                  every check, with its rule and what it needs',
+        '  $0 explain <check-id>                    one check: the rule, why, common mistakes, the fix',
+      ].join('\n'),
+    )
+    .command('list', 'List every check with its rule, level and needs')
+    .command('explain <id>', 'Explain one check', (y) => y.positional('id', { type: 'string', describe: 'a check id from `list`' }))
+    .option('exec-tool', { type: 'string', describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)', group: 'Target:' })
+    .option('exec-args', {
+      type: 'string',
+      describe: 'JSON arguments for --exec-tool; "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string',
+      group: 'Target:',
+    })
+    .option('config', { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' })
+    .option('env', { type: 'string', array: true, default: [], describe: 'Extra environment for the server, NAME=VALUE (repeatable); it gets ours in full too', group: 'Target:' })
+    .option('cwd', { type: 'string', describe: 'Working directory of the server', group: 'Target:' })
+    .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })
+    .option('startup-timeout', { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' })
+    .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
+    .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios run at once, each with its own server', group: 'Run:' })
+    .option('only', { type: 'string', array: true, describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
+    .option('skip', { type: 'string', array: true, describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
+    .option('strict', { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' })
+    .option('fail-on', { choices: ['must', 'should'] as const, default: 'must' as const, describe: 'Lowest level whose failure fails the run', group: 'Results:' })
+    .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
+    .epilog(
+      [
+        'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start.',
+        'Docs: README.md; each check: mcp-sandbox-conformance explain <id>.',
+      ].join('\n'),
+    )
+    .parserConfiguration({ 'halt-at-non-option': true, 'populate--': true })
+    .strict()
+    .version(version)
+    .help()
+    .alias('h', 'help')
+    .wrap(Math.min(110, process.stdout.columns || 110))
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw new UsageError(message ?? error?.message ?? 'invalid arguments');
+    });
+
+  const args = await parser.parseAsync();
+  if (args.help || args.version) return EXIT.ok;
+  const positional = (args._ as (string | number)[]).map(String);
+  const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
+
+  if (positional[0] === 'list') {
+    process.stdout.write(renderList(allChecks));
+    return EXIT.ok;
+  }
+  if (positional[0] === 'explain') {
+    const id = String(args.id ?? '');
+    const check = allChecks.find((c) => c.id === id);
+    if (!check) throw new UsageError(`unknown check "${id}"; see mcp-sandbox-conformance list`);
+    process.stdout.write(renderExplain(check));
+    return EXIT.ok;
+  }
+
+  const command = [...positional, ...dashDash];
+  if (command.length === 0) throw new UsageError('no server given: mcp-sandbox-conformance <server> [args...] (see --help)');
+  const { config } = loadConfig(args.config);
+  const env = { ...config.env, ...parseEnvPairs(args.env) };
+  const execArgs = parseExecArgs(args['exec-args']);
+  if (execArgs !== undefined && !args['exec-tool']) throw new UsageError('--exec-args needs --exec-tool');
+  for (const [flag, value] of [['startup-timeout', args['startup-timeout']], ['call-timeout', args['call-timeout']], ['jobs', args.jobs]] as const) {
+    if (value !== undefined && !(Number(value) > 0)) throw new UsageError(`--${flag} must be a positive number`);
+  }
+
+  const only = args.only?.length ? globMatcher(args.only) : () => true;
+  const skip = args.skip?.length ? globMatcher(args.skip) : () => false;
+  const selected = allChecks.filter((c) => only(c.id) && !skip(c.id));
+  if (selected.length === 0) throw new UsageError('--only/--skip leave no check to run; see mcp-sandbox-conformance list');
+
+  const target = stdioTarget(command, env, args.cwd ?? config.cwd);
+  const plan: RunPlan = {
+    target,
+    exec: args['exec-tool']
+      ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' }
+      : config.exec
+        ? { ...config.exec, source: 'config' }
+        : undefined,
+    options: {
+      assumeOptIn: args['assume-opt-in'] ?? config.assumeOptIn ?? false,
+      startupTimeoutMs: (args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000,
+      callTimeoutMs: (args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000,
+      strict: args.strict || args['fail-on'] === 'should',
+    },
+    jobs: Math.floor(args.jobs),
+    select: (id) => selected.some((c) => c.id === id),
+  };
+
+  onSignal('SIGINT', 130);
+  onSignal('SIGTERM', 143);
+  const report = await runSuite(plan, allScenarios);
+  process.stdout.write(renderHuman(report, { color: useColor(args.color), target: command.join(' '), version, checks: allChecks }));
+  return exitCodeFor(report);
+}
+
+main(hideBin(process.argv)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`mcp-sandbox-conformance: ${error.message}\n`);
+      process.exitCode = EXIT.usage;
+    } else if (error instanceof TargetNotFound) {
+      process.stderr.write(`mcp-sandbox-conformance: ${error.message}\n`);
+      process.exitCode = EXIT.targetFailed;
+    } else {
+      process.stderr.write(`mcp-sandbox-conformance: internal error: ${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = EXIT.incomplete;
+    }
+  },
+);

@@ -1,0 +1,104 @@
+import { Chalk, type ChalkInstance } from 'chalk';
+import type { RunReport } from '../../suites/runner.js';
+import type { CheckDef, CheckResult, Status } from '../../suites/model.js';
+
+export interface Tally {
+  passed: number;
+  failed: number;
+  skipped: number;
+  warnings: number;
+  errors: number;
+  xfail: number;
+  xpass: number;
+}
+
+export function tally(results: CheckResult[]): Tally {
+  const count = (...statuses: Status[]) => results.filter((r) => statuses.includes(r.status)).length;
+  return {
+    passed: count('pass'),
+    failed: count('fail'),
+    skipped: count('skip'),
+    warnings: count('warn'),
+    errors: count('error'),
+    xfail: count('xfail'),
+    xpass: count('xpass'),
+  };
+}
+
+/** The closing line, alone: `N passed, N failed, N skipped`, then what else happened. */
+export function summaryLine(t: Tally): string {
+  const extra = [
+    t.warnings ? `${t.warnings} warning${t.warnings === 1 ? '' : 's'}` : '',
+    t.errors ? `${t.errors} error${t.errors === 1 ? '' : 's'}` : '',
+    t.xfail ? `${t.xfail} expected failure${t.xfail === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
+  return [`${t.passed} passed`, `${t.failed} failed`, `${t.skipped} skipped`, ...extra].join(', ');
+}
+
+const LABEL: Record<Status, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERR ', xfail: 'XFAIL', xpass: 'XPASS' };
+
+function paint(c: ChalkInstance, status: Status, text: string): string {
+  switch (status) {
+    case 'pass':
+      return c.green(text);
+    case 'fail':
+    case 'xpass':
+      return c.red.bold(text);
+    case 'warn':
+      return c.yellow(text);
+    case 'error':
+      return c.magenta(text);
+    default:
+      return c.dim(text);
+  }
+}
+
+function block(label: string, value: unknown, indent: string, maxLines = 40): string[] {
+  const text = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+  const lines = (text ?? 'undefined').split('\n');
+  const shown = lines.length > maxLines ? [...lines.slice(0, maxLines), `… ${lines.length - maxLines} more lines (--reporter json has everything)`] : lines;
+  return [`${indent}${label}`, ...shown.map((line) => `${indent}  ${line}`)];
+}
+
+export interface HumanOptions {
+  color: boolean;
+  target: string;
+  version: string;
+  checks: CheckDef[];
+}
+
+/** The terminal report: one line per check, details under each failure, the tally last. */
+export function renderHuman(report: RunReport, options: HumanOptions): string {
+  const c = new Chalk({ level: options.color ? 1 : 0 });
+  const out: string[] = [];
+  const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
+  out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · fake Codex 0.171.0 · target: ${options.target}`));
+  if (info) out.push(c.dim(`server: ${String(info.name ?? '?')} ${String(info.version ?? '')}`.trimEnd()));
+  if (report.startFailure) {
+    out.push('', c.red.bold(`The target failed to start: ${report.startFailure.message}`));
+    if (report.startFailure.stderrTail) out.push(c.dim('last lines of its stderr:'), ...report.startFailure.stderrTail.split('\n').map((l) => c.dim(`  ${l}`)));
+  }
+  out.push('');
+  const idWidth = Math.max(...report.results.map((r) => r.id.length), 10);
+  const defs = new Map(options.checks.map((d) => [d.id, d]));
+  for (const result of report.results) {
+    const line = `${paint(c, result.status, LABEL[result.status].padEnd(5))}  ${result.id.padEnd(idWidth)}  ${result.level.padEnd(6)}  ${result.title}`;
+    out.push(line);
+    const indent = '       ';
+    if (result.status === 'skip' || result.status === 'error') {
+      const why = result.status === 'skip' ? (result.reason === 'not-applicable' ? 'not applicable' : 'could not run') : 'error';
+      out.push(c.dim(`${indent}${why}: ${result.message ?? ''}`));
+    }
+    if (result.status === 'fail' || result.status === 'warn' || result.status === 'xpass') {
+      const def = defs.get(result.id);
+      if (def) out.push(c.dim(`${indent}${result.rule}: ${def.summary}`));
+      out.push(`${indent}${c.bold(result.message ?? '')}`);
+      if (result.diff?.length) out.push(...block('diff (expected -> actual):', result.diff.join('\n'), indent));
+      if (result.expected !== undefined) out.push(...block('expected:', result.expected, indent));
+      if (result.actual !== undefined) out.push(...block('actual:', result.actual, indent));
+      if (def) out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
+    }
+  }
+  out.push('', summaryLine(tally(report.results)));
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,44 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { StdioTarget } from '../harness/target.js';
+
+/** Why the target cannot even be started: exit code 4. */
+export class TargetNotFound extends Error {}
+
+/**
+ * `<server> [args...]`: a .js/.mjs/.cjs file runs with this node; a path must be an executable
+ * file; a bare name is looked up on PATH when spawned.
+ */
+export function stdioTarget(command: string[], env: Record<string, string>, cwd: string | undefined): StdioTarget {
+  const [server, ...args] = command;
+  if (!server) throw new TargetNotFound('no server given');
+  const base = process.cwd();
+  if (/\.(m|c)?js$/.test(server)) {
+    const file = resolve(base, server);
+    assertFile(file, server, false);
+    return { kind: 'stdio', command: process.execPath, args: [file, ...args], env, cwd };
+  }
+  if (server.includes('/')) {
+    const file = resolve(base, server);
+    assertFile(file, server, true);
+    return { kind: 'stdio', command: file, args, env, cwd };
+  }
+  return { kind: 'stdio', command: server, args, env, cwd };
+}
+
+function assertFile(file: string, given: string, executable: boolean): void {
+  let isFile = false;
+  try {
+    isFile = statSync(file).isFile();
+  } catch {
+    throw new TargetNotFound(`server not found: ${given} (no such file: ${file})`);
+  }
+  if (!isFile) throw new TargetNotFound(`server is not a file: ${given}`);
+  if (executable) {
+    try {
+      accessSync(file, constants.X_OK);
+    } catch {
+      throw new TargetNotFound(`server is not executable: ${given} (chmod +x it, or run it with its interpreter after --)`);
+    }
+  }
+}

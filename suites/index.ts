@@ -1,0 +1,11 @@
+import { aliasScenarios } from './aliases.js';
+import { capabilityScenario } from './capability.js';
+import { codexCallScenario } from './forwarding.js';
+import { launcherScenarios } from './launcher.js';
+import type { CheckDef, Scenario } from './model.js';
+
+/** Every scenario, in report order. */
+export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, ...aliasScenarios, ...launcherScenarios];
+
+/** Every check, in report order, each once. */
+export const allChecks: CheckDef[] = [...new Map(allScenarios.flatMap((s) => s.checks).map((c) => [c.id, c])).values()];

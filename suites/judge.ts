@@ -1,0 +1,175 @@
+import diff from 'microdiff';
+import { isRefusal, type RawOutcome } from '../harness/host-session.js';
+import type { Launch, Observations } from '../harness/observers.js';
+import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Verdict } from './model.js';
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A short, readable account of a tools/call outcome for expected/actual. */
+export function summarizeOutcome(outcome: RawOutcome): unknown {
+  switch (outcome.kind) {
+    case 'result': {
+      const result = isObject(outcome.result) ? outcome.result : {};
+      const content = Array.isArray(result.content) ? result.content : [];
+      const text = content
+        .map((item) => (isObject(item) && typeof item.text === 'string' ? item.text : ''))
+        .join('\n')
+        .slice(0, 400);
+      return { response: 'result', isError: result.isError === true, text };
+    }
+    case 'error':
+      return { response: 'JSON-RPC error', code: outcome.error.code, message: outcome.error.message };
+    case 'timeout':
+      return { response: `no answer within ${outcome.afterMs} ms` };
+    case 'closed':
+      return { response: `connection lost: ${outcome.detail}` };
+  }
+}
+
+/** True when an argv mentions the nonce, also inside a shell string that wraps the command. */
+export const carriesNonce = (argv: string[], nonce: string): boolean => argv.some((arg) => arg.includes(nonce));
+
+/** The launches (not capability probes) that carried this probe's nonce. */
+export function launchesOf(observations: Observations, nonce: string): Launch[] {
+  return observations.launches.filter((l) => !l.isCapabilityProbe && carriesNonce(l.argv, nonce));
+}
+
+export function probeRan(observations: Observations, nonce: string) {
+  return observations.probeRuns.find((run) => run.nonce === nonce);
+}
+
+/** The parts of a launcher argv, and everything wrong with its shape (FWD-1). */
+export interface LaunchArgv {
+  stateArguments: string[];
+  command: string[] | undefined;
+  problems: string[];
+}
+
+export function parseLaunchArgv(argv: string[]): LaunchArgv {
+  const problems: string[] = [];
+  const stateArguments: string[] = [];
+  if (argv[0] !== 'sandbox') problems.push(`first argument is ${JSON.stringify(argv[0])}, not "sandbox"`);
+  const separator = argv.indexOf('--');
+  if (separator < 0) problems.push('no "--" before the command');
+  const flags = argv.slice(1, separator < 0 ? argv.length : separator);
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i]!;
+    if (flag === '--sandbox-state-json') {
+      if (i + 1 >= flags.length) problems.push('--sandbox-state-json has no value');
+      else stateArguments.push(flags[++i]!);
+    } else if (flag.startsWith('--sandbox-state-json=')) {
+      stateArguments.push(flag.slice('--sandbox-state-json='.length));
+    } else if (flag === '--sandbox-state-readable-root') {
+      const root = flags[++i];
+      if (root === undefined || !root.startsWith('/')) problems.push('--sandbox-state-readable-root needs an absolute path');
+    } else if (flag === '--sandbox-state-disable-network') {
+      // allowed
+    } else {
+      problems.push(`argument ${JSON.stringify(flag)} is not allowed before "--"`);
+    }
+  }
+  if (stateArguments.length !== 1) problems.push(`--sandbox-state-json given ${stateArguments.length} times, expected once`);
+  return { stateArguments, command: separator < 0 ? undefined : argv.slice(separator + 1), problems };
+}
+
+/** Renders microdiff output as one line per changed path. */
+export function structuralDiff(expected: unknown, actual: unknown): string[] {
+  if (!isObject(expected) || !isObject(actual)) {
+    return JSON.stringify(expected) === JSON.stringify(actual) ? [] : [`~ (whole value) ${JSON.stringify(expected)} -> ${JSON.stringify(actual)}`];
+  }
+  return diff(expected, actual).map((change) => {
+    const path = change.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
+    if (change.type === 'REMOVE') return `- missing  ${path} (was ${JSON.stringify(change.oldValue)})`;
+    if (change.type === 'CREATE') return `+ added    ${path} = ${JSON.stringify(change.value)}`;
+    return `~ changed  ${path}: ${JSON.stringify(change.oldValue)} -> ${JSON.stringify(change.value)}`;
+  });
+}
+
+export function parseJson(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    return { ok: false, error: (error as Error).message };
+  }
+}
+
+/** The state carried by an argv of the form `sandbox --sandbox-state-json <json> ...`, parsed. */
+export function stateInArgv(argv: string[]): unknown {
+  const parsed = parseLaunchArgv(argv);
+  if (parsed.stateArguments.length !== 1) return undefined;
+  const json = parseJson(parsed.stateArguments[0]!);
+  return json.ok ? json.value : undefined;
+}
+
+/**
+ * The server accepted the call and handed the state it was sent to a codex with this probe
+ * (ALIAS-1). Fidelity is FWD-2's question and which codex ran is LAUNCH-1's, so this only asks
+ * whether the sent state (known by its unique sandboxCwd) reached a launch before `--`.
+ */
+export function judgeStateReachedLaunch(probe: ExecProbe, observations: Observations, state: Record<string, unknown>, what: string): Verdict {
+  const executions = [
+    ...launchesOf(observations, probe.nonce).map((l) => l.argv),
+    ...observations.trapCalls.filter((t) => carriesNonce(t.argv, probe.nonce)).map((t) => t.argv),
+  ];
+  const marker = JSON.stringify(state.sandboxCwd);
+  const ran = probeRan(observations, probe.nonce);
+  const actual = {
+    ...(summarizeOutcome(probe.outcome) as object),
+    launches: executions,
+    probeRan: ran ? ran.launchId || '(without any launcher)' : false,
+  };
+  if (executions.length === 0) {
+    return fail(`${what}: the server never handed the command to a codex sandbox launcher`, {
+      expected: 'the probe launched through `codex sandbox --sandbox-state-json <state> -- ...`',
+      actual,
+    });
+  }
+  const carriesState = (argv: string[]) => {
+    const separator = argv.indexOf('--');
+    return argv.slice(0, separator < 0 ? argv.length : separator).some((arg) => arg.includes(marker));
+  };
+  if (executions.some(carriesState)) return pass();
+  return fail(`${what}: the launch did not carry the state that was sent (its sandboxCwd ${marker} is nowhere before "--")`, {
+    expected: { stateSent: state },
+    actual,
+  });
+}
+
+/** The positive control: the probe ran under a launch of the launcher the suite gave. */
+export function controlFacts(probe: ExecProbe, observations: Observations): ControlFacts {
+  const ran = probeRan(observations, probe.nonce);
+  const launches = launchesOf(observations, probe.nonce);
+  if (ran && launches.some((l) => l.id === ran.launchId)) return { works: true, detail: 'the probe ran through the launcher' };
+  return { works: false, detail: `with everything Codex sends, the probe ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})` };
+}
+
+/**
+ * A call the server must refuse (LAUNCH-2, LAUNCH-3, HTTP-1): an error, nothing launched, the
+ * probe never ran, no trap fired. A refusal only counts when the control shows the exec tool
+ * does run commands when it may: otherwise a server that refuses everything would pass.
+ */
+export async function judgeFailClosed(probe: ExecProbe, observations: Observations, control: Promise<ControlFacts>): Promise<Verdict> {
+  const launches = launchesOf(observations, probe.nonce);
+  const ran = probeRan(observations, probe.nonce);
+  const traps = observations.trapCalls;
+  const expected = { response: 'an error (JSON-RPC error or isError: true)', launches: [], probeRan: false, trapsFired: [] };
+  const actual = {
+    ...(summarizeOutcome(probe.outcome) as object),
+    launches: launches.map((l) => l.argv),
+    probeRan: ran ? `yes, under ${ran.launchId || 'no launcher at all (unsandboxed)'}` : false,
+    trapsFired: traps.map((t) => `${t.trap}: ${t.argv.join(' ')}`),
+  };
+  if (ran && !ran.launchId) return fail('the command ran without any sandbox launcher', { expected, actual });
+  if (traps.length > 0) return fail(`the server executed a codex it should not have (${traps.map((t) => t.trap).join(', ')})`, { expected, actual });
+  if (launches.length > 0 || ran) return fail('the command was launched although the call should have failed closed', { expected, actual });
+  if (probe.outcome.kind === 'timeout' || probe.outcome.kind === 'closed') {
+    return { status: 'error', message: `the call got no answer: ${JSON.stringify(summarizeOutcome(probe.outcome))}` };
+  }
+  if (!isRefusal(probe.outcome)) return fail('nothing ran, yet the call reported success instead of an error', { expected, actual });
+  const facts = await control;
+  if (!facts.works) {
+    return couldNotRun(`the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
+  }
+  return pass();
+}

@@ -1,0 +1,111 @@
+import type { SandboxEntries, Transport } from '../harness/codex-wire.js';
+import type { ExecAdapter } from '../harness/exec-adapter.js';
+import type { Handshake, HostSession, RawOutcome } from '../harness/host-session.js';
+import type { Observations, ScenarioObservers } from '../harness/observers.js';
+import type { TranscriptEntry } from '../harness/transcript.js';
+
+export type Level = 'MUST' | 'SHOULD' | 'INFO';
+export type Status = 'pass' | 'fail' | 'warn' | 'skip' | 'error' | 'xfail' | 'xpass';
+export type SkipReason = 'not-applicable' | 'could-not-run';
+/** What a check needs from the target before it can say anything. */
+export type Need = 'exec' | 'opt-in' | 'http' | 'session' | 'resources' | 'codex';
+
+/** A check as `list` and `explain` show it: static, known before anything runs. */
+export interface CheckDef {
+  id: string;
+  rule: string;
+  level: Level;
+  title: string;
+  /** The rule, in our words. */
+  summary: string;
+  why: string;
+  typicalMistake: string;
+  fix: string;
+  needs: Need[];
+}
+
+/** What a scenario decides about one check. */
+export type Verdict =
+  | { status: 'pass'; note?: string }
+  | { status: 'fail'; message: string; expected?: unknown; actual?: unknown; diff?: string[] }
+  | { status: 'skip'; reason: SkipReason; message: string }
+  | { status: 'error'; message: string };
+
+export interface CheckResult {
+  id: string;
+  rule: string;
+  level: Level;
+  title: string;
+  status: Status;
+  reason?: SkipReason;
+  message?: string;
+  expected?: unknown;
+  actual?: unknown;
+  diff?: string[];
+  transport: Transport;
+  scenario: string;
+  durationMs: number;
+  transcript: TranscriptEntry[];
+}
+
+/** Whether the exec tool works at all with everything Codex would send: the positive control. */
+export interface ControlFacts {
+  works: boolean;
+  detail: string;
+}
+
+export interface RunOptions {
+  assumeOptIn: boolean;
+  callTimeoutMs: number;
+  startupTimeoutMs: number;
+  strict: boolean;
+}
+
+export interface ScenarioContext {
+  readonly options: RunOptions;
+  readonly transport: Transport;
+  readonly session: HostSession;
+  readonly handshake: Handshake;
+  readonly observers: ScenarioObservers;
+  /** The exec adapter; absent when the target has none (checks needing it are skipped first). */
+  readonly exec?: ExecAdapter;
+  /** True when the server opted in (or --assume-opt-in): Codex then sends sandbox keys. */
+  readonly optedIn: boolean;
+  /** The positive control's facts, published by the control scenario. */
+  control(): Promise<ControlFacts>;
+  publishControl(facts: ControlFacts): void;
+  observe(): Promise<Observations>;
+  /** The default state of this scenario (workspace-write on its own workspace, with canaries). */
+  readonly state: Record<string, unknown>;
+  /** The sandbox entries Codex would send for `state` (none when the server did not opt in). */
+  codexEntries(state?: unknown): SandboxEntries;
+  /** Asks the server to run the probe through its exec tool with these sandbox entries. */
+  execProbe(sandbox: SandboxEntries, extraArguments?: Record<string, unknown>): Promise<ExecProbe>;
+}
+
+export interface ExecProbe {
+  nonce: string;
+  command: string[];
+  arguments: unknown;
+  outcome: RawOutcome;
+}
+
+export interface Scenario {
+  id: string;
+  title: string;
+  checks: CheckDef[];
+  needs: Need[];
+  transports: Transport[];
+  /** The scenario whose exec call is the positive control for the others. */
+  isControl?: boolean;
+  run(ctx: ScenarioContext): Promise<Map<string, Verdict>>;
+}
+
+export const pass = (note?: string): Verdict => ({ status: 'pass', note });
+export const fail = (message: string, details: { expected?: unknown; actual?: unknown; diff?: string[] } = {}): Verdict => ({
+  status: 'fail',
+  message,
+  ...details,
+});
+export const couldNotRun = (message: string): Verdict => ({ status: 'skip', reason: 'could-not-run', message });
+export const notApplicable = (message: string): Verdict => ({ status: 'skip', reason: 'not-applicable', message });
