@@ -46,8 +46,6 @@ async function main(argv: string[]): Promise<number> {
         '  $0 explain <check-id>                    one check: the rule, why, common mistakes, the fix',
       ].join('\n'),
     )
-    .command('list', 'List every check with its rule, level and needs')
-    .command('explain <id>', 'Explain one check', (y) => y.positional('id', { type: 'string', describe: 'a check id from `list`' }))
     .option('exec-tool', { type: 'string', describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)', group: 'Target:' })
     .option('exec-args', {
       type: 'string',
@@ -55,14 +53,14 @@ async function main(argv: string[]): Promise<number> {
       group: 'Target:',
     })
     .option('config', { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' })
-    .option('env', { type: 'string', array: true, default: [], describe: 'Extra environment for the server, NAME=VALUE (repeatable); it gets ours in full too', group: 'Target:' })
+    .option('env', { type: 'string', describe: 'Extra environment for the server, NAME=VALUE (repeatable); it gets ours in full too', group: 'Target:' })
     .option('cwd', { type: 'string', describe: 'Working directory of the server', group: 'Target:' })
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })
     .option('startup-timeout', { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' })
     .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
     .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios run at once, each with its own server', group: 'Run:' })
-    .option('only', { type: 'string', array: true, describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
-    .option('skip', { type: 'string', array: true, describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
+    .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
+    .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
     .option('strict', { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' })
     .option('fail-on', { choices: ['must', 'should'] as const, default: 'must' as const, describe: 'Lowest level whose failure fails the run', group: 'Results:' })
     .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
@@ -83,35 +81,39 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError(message ?? error?.message ?? 'invalid arguments');
     });
 
-  const args = await parser.parseAsync();
-  if (args.help || args.version) return EXIT.ok;
-  const positional = (args._ as (string | number)[]).map(String);
-  const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
-
-  if (positional[0] === 'list') {
+  // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
+  // server's own flags reach the server), which also stops it from seeing commands.
+  if (argv[0] === 'list') {
+    if (argv.length > 1) throw new UsageError('list takes no arguments');
     process.stdout.write(renderList(allChecks));
     return EXIT.ok;
   }
-  if (positional[0] === 'explain') {
-    const id = String(args.id ?? '');
+  if (argv[0] === 'explain') {
+    const id = argv[1];
     const check = allChecks.find((c) => c.id === id);
-    if (!check) throw new UsageError(`unknown check "${id}"; see mcp-sandbox-conformance list`);
+    if (!check || argv.length > 2) throw new UsageError(`unknown check "${id ?? ''}"; see mcp-sandbox-conformance list`);
     process.stdout.write(renderExplain(check));
     return EXIT.ok;
   }
 
+  const args = await parser.parseAsync();
+  if (args.help || args.version) return EXIT.ok;
+  const positional = (args._ as (string | number)[]).map(String);
+  const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
+  const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
   const command = [...positional, ...dashDash];
   if (command.length === 0) throw new UsageError('no server given: mcp-sandbox-conformance <server> [args...] (see --help)');
   const { config } = loadConfig(args.config);
-  const env = { ...config.env, ...parseEnvPairs(args.env) };
+  const env = { ...config.env, ...parseEnvPairs(many(args.env)) };
   const execArgs = parseExecArgs(args['exec-args']);
   if (execArgs !== undefined && !args['exec-tool']) throw new UsageError('--exec-args needs --exec-tool');
   for (const [flag, value] of [['startup-timeout', args['startup-timeout']], ['call-timeout', args['call-timeout']], ['jobs', args.jobs]] as const) {
     if (value !== undefined && !(Number(value) > 0)) throw new UsageError(`--${flag} must be a positive number`);
   }
 
-  const only = args.only?.length ? globMatcher(args.only) : () => true;
-  const skip = args.skip?.length ? globMatcher(args.skip) : () => false;
+  const only = many(args.only).length ? globMatcher(many(args.only)) : () => true;
+  const skip = many(args.skip).length ? globMatcher(many(args.skip)) : () => false;
   const selected = allChecks.filter((c) => only(c.id) && !skip(c.id));
   if (selected.length === 0) throw new UsageError('--only/--skip leave no check to run; see mcp-sandbox-conformance list');
 

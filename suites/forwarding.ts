@@ -84,6 +84,9 @@ function judgeLauncherUsed(probe: ExecProbe, observations: Observations): Verdic
   const expected = { launchesOfGivenLauncher: 1, codexFoundOnPath: [], probeRan: '<under that launch>' };
   if (pathSearch.length > 0) return fail('the server ran a `codex` found on PATH instead of codexExecutable', { expected, actual });
   if (ran && !ran.launchId) return fail('the command ran without the launcher', { expected, actual });
+  if (launches.length === 0 && !ran) {
+    return couldNotRun('the call ran nothing at all, so which executable the server would use is unknown (see aliases/both-keys)');
+  }
   if (launches.length === 0) return fail(`the server never executed the ${LAUNCHER_KEY} codexExecutable`, { expected, actual });
   return pass();
 }

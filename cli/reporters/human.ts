@@ -79,6 +79,10 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
     if (report.startFailure.stderrTail) out.push(c.dim('last lines of its stderr:'), ...report.startFailure.stderrTail.split('\n').map((l) => c.dim(`  ${l}`)));
   }
   out.push('');
+  if (report.startFailure) {
+    out.push(`${report.results.length} checks could not run.`, '', summaryLine(tally(report.results)));
+    return out.join('\n') + '\n';
+  }
   const idWidth = Math.max(...report.results.map((r) => r.id.length), 10);
   const defs = new Map(options.checks.map((d) => [d.id, d]));
   for (const result of report.results) {

@@ -1,0 +1,156 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { allChecks } from '../suites/index.js';
+import { chaosServer, cliPath, mutantsServer, referenceServer } from './helpers.js';
+
+/** Runs the built CLI as a user would, with colors off. */
+function cli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
+  });
+}
+
+const lastLine = (text: string) => text.trimEnd().split('\n').at(-1);
+const runDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('mcp-sandbox-conformance-'));
+const scratch = mkdtempSync(join(tmpdir(), 'msc-cli-test-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('a run', () => {
+  test('the reference server: exit 0, a line per check, the tally alone on the last line', async () => {
+    const { code, stdout } = await cli([referenceServer]);
+    expect(code).toBe(0);
+    for (const check of allChecks) expect(stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s`));
+    expect(lastLine(stdout)).toBe(`${allChecks.length} passed, 0 failed, 0 skipped`);
+  });
+  test('a mutant: exit 1, the violated check named, the dropped canary path in the diff', async () => {
+    const { code, stdout } = await cli(['--only', 'forwarding/*', '--', process.execPath, mutantsServer, 'drops-unknown-fields']);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/FAIL\s+forwarding\/state-unchanged/);
+    expect(stdout).toContain('- missing  conformanceCanary');
+    expect(stdout).toContain('- missing  permissionProfile.file_system.entries[1].conformanceEntryCanary');
+    expect(lastLine(stdout)).toBe('1 passed, 1 failed, 0 skipped');
+  });
+  test('no exec tool: exec checks are not applicable, with the flags in the hint; not a pass', async () => {
+    const { code, stdout } = await cli([chaosServer, 'no-exec-tool']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/SKIP\s+forwarding\/argv-shape[^\n]*\n\s+not applicable: .*--exec-tool NAME --exec-args/);
+    expect(stdout).toMatch(/PASS\s+capability\/advertised/);
+    expect(lastLine(stdout)).toBe(`2 passed, 0 failed, ${allChecks.length - 2} skipped`);
+  });
+  test('a server that did not opt in: exec checks could not run; --assume-opt-in runs them', async () => {
+    const plain = await cli(['--only', 'launcher/*', '--', process.execPath, mutantsServer, 'no-capability']);
+    expect(plain.code).toBe(3);
+    expect(plain.stdout).toMatch(/could not run: the server did not opt in/);
+    const assumed = await cli(['--assume-opt-in', '--only', 'launcher/*', '--', process.execPath, mutantsServer, 'no-capability']);
+    expect(assumed.code).toBe(0);
+  });
+  test('--exec-tool and --exec-args drive a tool by name', async () => {
+    const { code, stdout } = await cli(['--only', 'forwarding/*', '--exec-tool', 'exec', '--exec-args', '{"command":"{{argv}}"}', referenceServer]);
+    expect(code).toBe(0);
+    expect(lastLine(stdout)).toBe('2 passed, 0 failed, 0 skipped');
+  });
+  test('exec settings come from mcp-sandbox-conformance.json in the working directory', async () => {
+    const dir = mkdtempSync(join(scratch, 'cfg-'));
+    writeFileSync(join(dir, 'mcp-sandbox-conformance.json'), JSON.stringify({ exec: { tool: 'nope' } }));
+    const { stdout } = await cli(['--only', 'forwarding/argv-shape', referenceServer], { cwd: dir });
+    expect(stdout).toMatch(/not applicable: the server lists no tool named "nope"/);
+  });
+});
+
+describe('bad input: one line, exit 2', () => {
+  test.each([
+    [['--no-such-flag', referenceServer], /Unknown argument/],
+    [['--exec-tool', 'exec', '--exec-args', '{oops', referenceServer], /--exec-args is not valid JSON/],
+    [['--config', '/nonexistent/c.json', referenceServer], /cannot read config/],
+    [['--only', 'zzz/*', referenceServer], /leave no check/],
+    [['--env', 'NOVALUE', referenceServer], /NAME=VALUE/],
+    [[], /no server given/],
+    [['explain', 'no/such-check'], /unknown check/],
+  ])('%j', async (args, message) => {
+    const { code, stderr } = await cli(args as string[]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+  });
+  test('a config file that does not parse', async () => {
+    const file = join(scratch, 'broken.json');
+    writeFileSync(file, '{"exec": [');
+    const { code, stderr } = await cli(['--config', file, referenceServer]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/broken.json is not valid JSON/);
+  });
+});
+
+describe('a target that cannot start: exit 4 with the cause', () => {
+  test('a server path that does not exist', async () => {
+    const { code, stderr } = await cli(['./no/such/server.mjs']);
+    expect(code).toBe(4);
+    expect(stderr).toMatch(/server not found: .\/no\/such\/server.mjs/);
+  });
+  test('a server that exits at once: its stderr is shown, and the run stops early', async () => {
+    const { code, stdout, ms } = await cli([chaosServer, 'exits-at-once']);
+    expect(code).toBe(4);
+    expect(stdout).toMatch(/failed to start: initialize failed: server exited \(code 3\)/);
+    expect(stdout).toContain('chaos: configuration file missing, giving up');
+    expect(ms).toBeLessThan(10_000);
+  });
+  test('a server that never answers initialize: the startup timeout holds', async () => {
+    const { code, stdout, ms } = await cli(['--startup-timeout', '1', '--jobs', '4', chaosServer, 'never-initializes']);
+    expect(code).toBe(4);
+    expect(stdout).toMatch(/no answer within 1000 ms/);
+    expect(ms).toBeLessThan(8_000);
+  });
+});
+
+describe('nothing is left behind', () => {
+  test('no temp dir and no process of the run survives, even children the server abandons', async () => {
+    const before = runDirs();
+    const { stdout } = await cli(['--only', 'capability/*', chaosServer, 'leaves-children']);
+    expect(stdout).toMatch(/PASS\s+capability\/advertised/);
+    expect(runDirs()).toEqual(before);
+    const { execFileSync } = await import('node:child_process');
+    const sleepers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() === 'sleep 300');
+    expect(sleepers).toEqual([]);
+  });
+  test('SIGINT stops the servers, removes the temp dir and exits 130', async () => {
+    const before = runDirs();
+    const child = spawn(process.execPath, [cliPath, '--startup-timeout', '30', chaosServer, 'never-initializes'], { env: { ...process.env, NO_COLOR: '1' } });
+    let stderr = '';
+    child.stderr.on('data', (c) => (stderr += c));
+    await new Promise((r) => setTimeout(r, 1500));
+    child.kill('SIGINT');
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(130);
+    expect(stderr).toMatch(/interrupted/);
+    expect(runDirs()).toEqual(before);
+    const { execFileSync } = await import('node:child_process');
+    const chaos = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('chaos.mjs never-initializes'));
+    expect(chaos).toEqual([]);
+  });
+});
+
+describe('discoverability', () => {
+  test('--help documents every flag', async () => {
+    const { code, stdout } = await cli(['--help']);
+    expect(code).toBe(0);
+    for (const flag of ['--exec-tool', '--exec-args', '--config', '--env', '--cwd', '--assume-opt-in', '--startup-timeout', '--call-timeout', '--jobs', '--only', '--skip', '--strict', '--fail-on', '--color']) {
+      expect(stdout).toContain(flag);
+    }
+    expect(stdout).toMatch(/Exit codes: 0 conformant, 1 violations, 2 usage/);
+  });
+  test('list shows every check; explain shows one', async () => {
+    const list = await cli(['list']);
+    for (const check of allChecks) expect(list.stdout).toContain(check.id);
+    const explain = await cli(['explain', 'forwarding/state-unchanged']);
+    expect(explain.stdout).toMatch(/FWD-2, MUST/);
+    expect(explain.stdout).toMatch(/How to fix it:/);
+  });
+});

@@ -1,0 +1,27 @@
+import { join } from 'node:path';
+import { allScenarios } from '../suites/index.js';
+import type { CheckResult } from '../suites/model.js';
+import { runSuite, type RunPlan } from '../suites/runner.js';
+import { packageRoot } from '../harness/paths.js';
+
+export const root = packageRoot();
+export const referenceServer = join(root, 'fixtures/servers/reference/server.mjs');
+export const mutantsServer = join(root, 'fixtures/servers/mutants.mjs');
+export const chaosServer = join(root, 'fixtures/servers/chaos.mjs');
+export const cliPath = join(root, 'dist/cli/main.js');
+
+export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}): RunPlan {
+  return {
+    target: { kind: 'stdio', command: process.execPath, args, env: {} },
+    options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, strict: false, ...overrides },
+    jobs: 2,
+    select: () => true,
+  };
+}
+
+export async function runAgainst(args: string[], overrides: Partial<RunPlan['options']> = {}) {
+  return runSuite(nodePlan(args, overrides), allScenarios);
+}
+
+export const idsWith = (results: CheckResult[], status: CheckResult['status']) =>
+  results.filter((r) => r.status === status).map((r) => r.id).sort();

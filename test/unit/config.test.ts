@@ -1,0 +1,41 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError, validateConfig } from '../../cli/config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'msc-config-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('config file', () => {
+  test('a valid file loads', () => {
+    const file = join(dir, 'ok.json');
+    writeFileSync(file, JSON.stringify({ exec: { tool: 'run', arguments: { argv: '{{argv}}' } }, env: { A: 'b' }, startupTimeoutSec: 5 }));
+    expect(loadConfig(file).config).toEqual({ exec: { tool: 'run', arguments: { argv: '{{argv}}' } }, env: { A: 'b' }, startupTimeoutSec: 5 });
+  });
+  test('bad input is a UsageError naming the problem', () => {
+    const file = join(dir, 'bad.json');
+    writeFileSync(file, '{ "exec": ');
+    expect(() => loadConfig(file)).toThrow(/bad.json is not valid JSON/);
+    expect(() => loadConfig(join(dir, 'nope.json'))).toThrow(/cannot read config .*ENOENT/);
+    expect(() => validateConfig({ exce: {} }, 'f')).toThrow(/"exce" is not a known setting/);
+    expect(() => validateConfig({ exec: { arguments: {} } }, 'f')).toThrow(/"exec" must be/);
+    expect(() => validateConfig({ env: { A: 1 } }, 'f')).toThrow(UsageError);
+    expect(() => validateConfig({ startupTimeoutSec: -1 }, 'f')).toThrow(/positive number/);
+  });
+});
+
+describe('flags', () => {
+  test('--env pairs', () => {
+    expect(parseEnvPairs(['A=1', 'B=x=y', 'C='])).toEqual({ A: '1', B: 'x=y', C: '' });
+    expect(() => parseEnvPairs(['NOEQUALS'])).toThrow(/NAME=VALUE/);
+  });
+  test('--exec-args must be JSON', () => {
+    expect(parseExecArgs('{"a":"{{argv}}"}')).toEqual({ a: '{{argv}}' });
+    expect(() => parseExecArgs('{a:1}')).toThrow(/--exec-args is not valid JSON/);
+  });
+  test('globs over check ids', () => {
+    const match = globMatcher(['launcher/*', 'capability/advertised']);
+    expect(['launcher/missing-file', 'capability/advertised', 'capability/current-name'].map(match)).toEqual([true, true, false]);
+  });
+});
