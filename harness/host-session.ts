@@ -137,9 +137,11 @@ export class HostSession {
     const started = Date.now();
     const deadline = started + timeoutMs;
     const left = () => Math.max(1, deadline - Date.now());
+    const describe = (outcome: RawOutcome) =>
+      outcome.kind === 'timeout' ? `no answer within the startup timeout (${timeoutMs} ms)` : describeOutcome(outcome);
     const init = await this.request('initialize', initializeParams(this.kind), left());
     if (init.kind !== 'result' || !isObject(init.result)) {
-      throw new TargetStartError(`initialize failed: ${describeOutcome(init)}`, this.transcript.stderrTail());
+      throw new TargetStartError(`initialize failed: ${describe(init)}`, this.transcript.stderrTail());
     }
     await this.notify('notifications/initialized');
     const tools: Record<string, unknown>[] = [];
@@ -149,7 +151,7 @@ export class HostSession {
       if (cursor !== undefined) params.cursor = cursor;
       const list = await this.request('tools/list', params, left());
       if (list.kind !== 'result' || !isObject(list.result)) {
-        throw new TargetStartError(`tools/list failed: ${describeOutcome(list)}`, this.transcript.stderrTail());
+        throw new TargetStartError(`tools/list failed: ${describe(list)}`, this.transcript.stderrTail());
       }
       const pageTools = Array.isArray(list.result.tools) ? list.result.tools : [];
       tools.push(...pageTools.filter(isObject));

@@ -105,7 +105,7 @@ describe('a target that cannot start: exit 4 with the cause', () => {
   test('a server that never answers initialize: the startup timeout holds', async () => {
     const { code, stdout, ms } = await cli(['--startup-timeout', '1', '--jobs', '4', chaosServer, 'never-initializes']);
     expect(code).toBe(4);
-    expect(stdout).toMatch(/no answer within 1000 ms/);
+    expect(stdout).toMatch(/initialize failed: no answer within the startup timeout \(1000 ms\)/);
     expect(ms).toBeLessThan(8_000);
   });
 });
