@@ -12,7 +12,7 @@ import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError } fro
 import { exitCodeFor, EXIT } from './exit-codes.js';
 import { renderHuman } from './reporters/human.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
-import { stdioTarget, TargetNotFound } from './target.js';
+import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound } from './target.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -55,6 +55,14 @@ async function main(argv: string[]): Promise<number> {
     .option('config', { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' })
     .option('env', { type: 'string', describe: 'Extra environment for the server, NAME=VALUE (repeatable); it gets ours in full too', group: 'Target:' })
     .option('cwd', { type: 'string', describe: 'Working directory of the server', group: 'Target:' })
+    .option('url', { type: 'string', describe: 'A running Streamable HTTP server to test too (loopback), e.g. http://127.0.0.1:8080/mcp', group: 'Target:' })
+    .option('http-command', {
+      type: 'string',
+      describe: 'A shell command that starts the server over Streamable HTTP on port {port}; the suite starts one per scenario',
+      group: 'Target:',
+    })
+    .option('http-path', { type: 'string', default: '/mcp', describe: 'The MCP endpoint path for --http-command', group: 'Target:' })
+    .option('codex', { type: 'string', describe: 'A real Codex CLI: commands then really run in `codex sandbox` (enforcement checks)', group: 'Target:' })
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })
     .option('startup-timeout', { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' })
     .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
@@ -103,7 +111,12 @@ async function main(argv: string[]): Promise<number> {
   const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
   const command = [...positional, ...dashDash];
-  if (command.length === 0) throw new UsageError('no server given: mcp-sandbox-conformance <server> [args...] (see --help)');
+  if (command.length === 0 && !args.url && !args['http-command']) {
+    throw new UsageError('no server given: mcp-sandbox-conformance <server> [args...], --url or --http-command (see --help)');
+  }
+  if (args.url && args['http-command']) throw new UsageError('give --url or --http-command, not both');
+  if (args.url) assertLoopbackUrl(args.url);
+  if (args['http-command'] && !args['http-command'].includes('{port}')) throw new UsageError('--http-command must contain {port}');
   const { config } = loadConfig(args.config);
   const env = { ...config.env, ...parseEnvPairs(many(args.env)) };
   const execArgs = parseExecArgs(args['exec-args']);
@@ -117,9 +130,17 @@ async function main(argv: string[]): Promise<number> {
   const selected = allChecks.filter((c) => only(c.id) && !skip(c.id));
   if (selected.length === 0) throw new UsageError('--only/--skip leave no check to run; see mcp-sandbox-conformance list');
 
-  const target = stdioTarget(command, env, args.cwd ?? config.cwd);
+  const cwd = args.cwd ?? config.cwd;
   const plan: RunPlan = {
-    target,
+    targets: {
+      stdio: command.length ? stdioTarget(command, env, cwd) : undefined,
+      http: args.url
+        ? { kind: 'http-url', url: args.url }
+        : args['http-command']
+          ? { kind: 'http-command', command: args['http-command'], path: args['http-path'], env, cwd }
+          : undefined,
+    },
+    realCodex: args.codex ? realCodexPath(args.codex) : undefined,
     exec: args['exec-tool']
       ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' }
       : config.exec
@@ -138,7 +159,8 @@ async function main(argv: string[]): Promise<number> {
   onSignal('SIGINT', 130);
   onSignal('SIGTERM', 143);
   const report = await runSuite(plan, allScenarios);
-  process.stdout.write(renderHuman(report, { color: useColor(args.color), target: command.join(' '), version, checks: allChecks }));
+  const targetText = [command.join(' '), args.url ?? args['http-command'] ?? ''].filter(Boolean).join(' + HTTP: ');
+  process.stdout.write(renderHuman(report, { color: useColor(args.color), target: targetText, version, checks: allChecks }));
   return exitCodeFor(report);
 }
 

@@ -1,4 +1,5 @@
 import { accessSync, constants, statSync } from 'node:fs';
+import { UsageError } from './config.js';
 import { resolve } from 'node:path';
 import type { StdioTarget } from '../harness/target.js';
 
@@ -41,4 +42,29 @@ function assertFile(file: string, given: string, executable: boolean): void {
       throw new TargetNotFound(`server is not executable: ${given} (chmod +x it, or run it with its interpreter after --)`);
     }
   }
+}
+
+/** The suite only ever talks to loopback: a non-loopback URL is a usage error. */
+export function assertLoopbackUrl(text: string): void {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--url is not a URL: ${text}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http(s): ${text}`);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+    throw new UsageError(`--url must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
+  }
+}
+
+/** --codex PATH: an absolute path to an executable real Codex CLI. */
+export function realCodexPath(given: string): string {
+  const file = resolve(given);
+  try {
+    accessSync(file, constants.X_OK);
+  } catch {
+    throw new UsageError(`--codex ${given}: not an executable file`);
+  }
+  return file;
 }

@@ -1,10 +1,11 @@
 import { delimiter } from 'node:path';
 import type { Transport as TransportKind } from './codex-wire.js';
 import { HostSession, TargetStartError, type Handshake } from './host-session.js';
+import { httpTransport, startHttpCommand, type StartedHttpServer } from './http-target.js';
 import { ProcessGroupStdioTransport, type StdioTargetSpec } from './stdio-transport.js';
 import { RecordingTransport, Transcript } from './transcript.js';
 
-/** What to test: a stdio server started per scenario. */
+/** A stdio server, started per scenario. */
 export interface StdioTarget {
   kind: 'stdio';
   command: string;
@@ -14,26 +15,50 @@ export interface StdioTarget {
   cwd?: string;
 }
 
-export type Target = StdioTarget;
+/** A Streamable HTTP server: one already running (`url`), or a command the suite starts per scenario. */
+export type HttpTarget =
+  | { kind: 'http-url'; url: string }
+  | { kind: 'http-command'; command: string; path: string; env: Record<string, string>; cwd?: string };
+
+export type Target = StdioTarget | HttpTarget;
+
+export const transportOf = (target: Target): TransportKind => (target.kind === 'stdio' ? 'stdio' : 'http');
 
 export interface Connection {
   session: HostSession;
   handshake: Handshake;
   transcript: Transcript;
   transport: TransportKind;
+  /** Whether the PATH trap is on the server's PATH (not for a server the suite did not start). */
+  pathTrapped: boolean;
+  close(): Promise<void>;
 }
 
 /** The server's environment: ours in full, the operator's additions, the PATH trap first on PATH. */
-export function serverEnvironment(target: StdioTarget, pathTrapDir: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...target.env };
+export function serverEnvironment(extra: Record<string, string>, pathTrapDir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
   env.PATH = [pathTrapDir, env.PATH].filter(Boolean).join(delimiter);
   return env;
 }
 
 /** Starts the target and performs Codex's startup; throws TargetStartError with the cause. */
 export async function connect(target: Target, pathTrapDir: string, startupTimeoutMs: number): Promise<Connection> {
+  return target.kind === 'stdio' ? connectStdio(target, pathTrapDir, startupTimeoutMs) : connectHttp(target, pathTrapDir, startupTimeoutMs);
+}
+
+async function handshakeOrThrow(session: HostSession, transcript: Transcript, startupTimeoutMs: number, cleanup: () => Promise<void>) {
+  try {
+    return await session.handshake(startupTimeoutMs);
+  } catch (error) {
+    await cleanup();
+    if (error instanceof TargetStartError) throw new TargetStartError(error.message, transcript.stderrTail());
+    throw error;
+  }
+}
+
+async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTimeoutMs: number): Promise<Connection> {
   const transcript = new Transcript();
-  const spec: StdioTargetSpec = { command: target.command, args: target.args, env: serverEnvironment(target, pathTrapDir), cwd: target.cwd };
+  const spec: StdioTargetSpec = { command: target.command, args: target.args, env: serverEnvironment(target.env, pathTrapDir), cwd: target.cwd };
   const stdio = new ProcessGroupStdioTransport(spec, transcript);
   const describeExit = () => {
     const exit = stdio.exitInfo;
@@ -45,12 +70,32 @@ export async function connect(target: Target, pathTrapDir: string, startupTimeou
   } catch (error) {
     throw new TargetStartError(`cannot start ${target.command}: ${(error as Error).message}`, '');
   }
-  try {
-    const handshake = await session.handshake(startupTimeoutMs);
-    return { session, handshake, transcript, transport: 'stdio' };
-  } catch (error) {
-    await session.close();
-    if (error instanceof TargetStartError) throw new TargetStartError(error.message, transcript.stderrTail());
-    throw error;
+  const handshake = await handshakeOrThrow(session, transcript, startupTimeoutMs, () => session.close());
+  return { session, handshake, transcript, transport: 'stdio', pathTrapped: true, close: () => session.close() };
+}
+
+async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeoutMs: number): Promise<Connection> {
+  const transcript = new Transcript();
+  const started = Date.now();
+  let server: StartedHttpServer | undefined;
+  if (target.kind === 'http-command') {
+    try {
+      server = await startHttpCommand(target.command, target.path, serverEnvironment(target.env, pathTrapDir), target.cwd, startupTimeoutMs, transcript);
+    } catch (error) {
+      throw new TargetStartError((error as Error).message, transcript.stderrTail());
+    }
   }
+  const url = server?.url ?? (target as { url: string }).url;
+  const http = httpTransport(url);
+  const session = new HostSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${url} closed`);
+  const close = async () => {
+    await http.terminateSession().catch(() => undefined);
+    await session.close();
+    await server?.stop();
+  };
+  await session.start();
+  const handshake = await handshakeOrThrow(session, transcript, Math.max(1, startupTimeoutMs - (Date.now() - started)), close);
+  const version = handshake.initializeResult.protocolVersion;
+  if (typeof version === 'string') http.setProtocolVersion(version);
+  return { session, handshake, transcript, transport: 'http', pathTrapped: Boolean(server), close };
 }

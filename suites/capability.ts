@@ -66,6 +66,6 @@ export const capabilityScenario: Scenario = {
   title: 'Codex starts the server and reads its capabilities',
   checks: [advertised, currentName],
   needs: [],
-  transports: ['stdio'],
+  transports: ['stdio', 'http'],
   run: async (ctx) => judgeCapabilities(ctx.handshake.initializeResult),
 };

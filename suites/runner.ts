@@ -5,7 +5,8 @@ import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } fr
 import { resolveExecAdapter, renderArguments, type ExecAdapter } from '../harness/exec-adapter.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers } from '../harness/observers.js';
-import { connect, type Connection, type Target } from '../harness/target.js';
+import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
+import type { Transport } from '../harness/codex-wire.js';
 import {
   couldNotRun,
   notApplicable,
@@ -19,13 +20,23 @@ import {
 } from './model.js';
 
 export interface RunPlan {
-  target: Target;
+  /** At least one of the two. */
+  targets: { stdio?: StdioTarget; http?: HttpTarget };
   exec?: { tool: string; arguments?: unknown; source: 'flag' | 'config' };
   options: RunOptions;
   jobs: number;
   /** Which checks to report (--only / --skip). */
   select: (checkId: string) => boolean;
   realCodex?: string;
+}
+
+const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
+
+/** Needs known before anything starts: a real Codex, a transport the plan has. */
+function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
+  if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI: --codex PATH');
+  if (check.needs.includes('http') && !plan.targets.http) return notApplicable(HTTP_HINT);
+  return undefined;
 }
 
 export interface RunReport {
@@ -71,51 +82,75 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   let anyStarted = false;
   let deadAtStart: { message: string; stderrTail: string } | undefined;
 
-  const wanted = scenarios.filter((s) => s.checks.some((c) => plan.select(c.id)));
-  // The control scenario runs whenever another scenario waits on it, and goes first, so that a
-  // single job never waits on a scenario still queued behind it.
+  const transports: Transport[] = (['stdio', 'http'] as const).filter((t) => plan.targets[t]);
+  // One job per scenario and transport it applies to; a scenario for a transport the plan lacks
+  // still reports its checks (as not applicable), on the transport it is for.
+  interface Job {
+    scenario: Scenario;
+    transport: Transport;
+    runs: boolean;
+  }
+  const jobs: Job[] = [];
+  for (const scenario of scenarios) {
+    if (!scenario.checks.some((c) => plan.select(c.id))) continue;
+    const usable = scenario.transports.filter((t) => transports.includes(t));
+    if (usable.length === 0) jobs.push({ scenario, transport: scenario.transports[0]!, runs: false });
+    for (const transport of usable) jobs.push({ scenario, transport, runs: true });
+  }
+  // The control runs whenever another scenario waits on it, and goes first, so that a single
+  // worker never waits on a scenario still queued behind it.
   const controlScenario = scenarios.find((s) => s.isControl);
-  const queue = controlScenario && !wanted.includes(controlScenario) ? [controlScenario, ...wanted] : [...wanted];
-  queue.sort((a, b) => Number(Boolean(b.isControl)) - Number(Boolean(a.isControl)));
-  const resultsByScenario = new Map<Scenario, CheckResult[]>();
+  const hasControlJob = jobs.some((j) => j.scenario === controlScenario && j.transport === 'stdio');
+  const queue: Job[] = controlScenario && plan.targets.stdio && !hasControlJob ? [{ scenario: controlScenario, transport: 'stdio', runs: true }, ...jobs] : [...jobs];
+  queue.sort((a, b) => Number(Boolean(b.scenario.isControl)) - Number(Boolean(a.scenario.isControl)));
+  if (!plan.targets.stdio) control.publish({ works: false, detail: 'no stdio target ran the control call; give the stdio command too' });
+  const resultsByJob = new Map<Job, CheckResult[]>();
 
-  const runOne = async (scenario: Scenario, index: number): Promise<void> => {
-    const dir = join(root, `${index}-${scenario.id.replace(/[^a-z0-9-]+/gi, '_')}`);
+  const runOne = async (job: Job, index: number): Promise<void> => {
+    const { scenario } = job;
+    const dir = join(root, `${index}-${job.transport}-${scenario.id.replace(/[^a-z0-9-]+/gi, '_')}`);
     const t0 = Date.now();
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;
+    for (const check of scenario.checks) {
+      const verdict = job.runs ? staticUnmet(check, plan) : notApplicable(job.transport === 'http' ? HTTP_HINT : 'needs a stdio target');
+      if (verdict) verdicts.set(check.id, verdict);
+    }
+    const target = plan.targets[job.transport];
     if (deadAtStart) {
       for (const check of scenario.checks) verdicts.set(check.id, couldNotRun(`target failed to start: ${deadAtStart.message}`));
-    } else {
+    } else if (target && scenario.checks.some((c) => !verdicts.has(c.id))) {
       try {
         const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
-        connection = await connect(plan.target, observers.pathTrapDir, plan.options.startupTimeoutMs);
+        connection = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
         anyStarted = true;
         await runWithConnection(plan, scenario, connection, observers, control, verdicts);
       } catch (error) {
         if (error instanceof TargetStartError) {
           if (!anyStarted) deadAtStart ??= { message: error.message, stderrTail: error.stderrTail };
-          for (const check of scenario.checks) verdicts.set(check.id, couldNotRun(`target failed to start: ${error.message}`));
+          for (const check of scenario.checks) if (!verdicts.has(check.id)) verdicts.set(check.id, couldNotRun(`target failed to start: ${error.message}`));
         } else {
           for (const check of scenario.checks) {
             if (!verdicts.has(check.id)) verdicts.set(check.id, { status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` });
           }
         }
       } finally {
-        if (scenario.isControl) control.publish({ works: false, detail: 'the control scenario did not finish' });
-        await connection?.session.close();
+        if (scenario.isControl && job.transport === 'stdio') control.publish({ works: false, detail: 'the control scenario did not finish' });
+        await connection?.close();
       }
+    } else if (scenario.isControl && job.transport === 'stdio') {
+      control.publish({ works: false, detail: 'the control scenario did not run' });
     }
     if (connection && !report.serverInfo) {
       report.serverInfo = connection.handshake.initializeResult.serverInfo;
       report.capabilities = connection.handshake.initializeResult.capabilities;
     }
     const durationMs = Date.now() - t0;
-    resultsByScenario.set(
-      scenario,
+    resultsByJob.set(
+      job,
       scenario.checks
         .filter((check) => plan.select(check.id))
-        .map((check) => toResult(check, verdicts.get(check.id), scenario, connection, durationMs, plan.options.strict)),
+        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, connection, durationMs, plan.options.strict)),
     );
   };
 
@@ -133,7 +168,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     liveRunDirs.delete(root);
   }
   // Report order follows the scenario list, whatever order they finished in.
-  report.results = wanted.flatMap((s) => resultsByScenario.get(s) ?? []);
+  report.results = jobs.flatMap((job) => resultsByJob.get(job) ?? []);
   if (!anyStarted && deadAtStart) report.startFailure = deadAtStart;
   report.durationMs = Date.now() - started;
   return report;
@@ -166,7 +201,7 @@ async function runWithConnection(
   }
   const runnable = scenario.checks.some((check) => !verdicts.has(check.id));
   if (!runnable) {
-    if (scenario.isControl) control.publish({ works: false, detail: 'the exec checks could not run' });
+    if (scenario.isControl && connection.transport === 'stdio') control.publish({ works: false, detail: 'the exec checks could not run' });
     return;
   }
 
@@ -202,6 +237,7 @@ function toResult(
   check: CheckDef,
   verdict: Verdict | undefined,
   scenario: Scenario,
+  transport: Transport,
   connection: Connection | undefined,
   durationMs: number,
   strict: boolean,
@@ -212,7 +248,7 @@ function toResult(
     rule: check.rule,
     level: check.level,
     title: check.title,
-    transport: connection?.transport ?? 'stdio',
+    transport,
     scenario: scenario.id,
     durationMs,
     transcript: connection?.transcript.entries ?? [],

@@ -10,9 +10,16 @@ export const mutantsServer = join(root, 'fixtures/servers/mutants.mjs');
 export const chaosServer = join(root, 'fixtures/servers/chaos.mjs');
 export const cliPath = join(root, 'dist/cli/main.js');
 
-export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}): RunPlan {
+const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
+export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, http = true): RunPlan {
+  const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
-    target: { kind: 'stdio', command: process.execPath, args, env: {} },
+    targets: {
+      stdio: { kind: 'stdio', command: process.execPath, args, env: {} },
+      http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', env: {} } : undefined,
+    },
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, strict: false, ...overrides },
     jobs: 2,
     select: () => true,

@@ -26,22 +26,28 @@ export const matrix: Record<string, Case> = {
   'extra-flag': { fail: ['forwarding/argv-shape'] },
   'split-state': { fail: ['forwarding/argv-shape', 'forwarding/state-unchanged'] },
   'shell-wraps-command': { fail: ['forwarding/argv-shape'] },
-  'runs-without-launcher': { fail: LAUNCHER_FAIL_CLOSED },
+  'runs-without-launcher': { fail: [...LAUNCHER_FAIL_CLOSED, 'transport/http-fails-closed'] },
   'accepts-malformed-launcher': { fail: ['launcher/not-an-object', 'launcher/relative-path'] },
   'runs-without-state': { fail: ['launcher/state-missing', 'launcher/state-not-object'] },
   'rejects-both-keys': { fail: ['aliases/both-keys'] },
   'ignores-deprecated-key': { fail: ['aliases/deprecated-key-only'] },
   'ignores-current-key': { fail: ['aliases/current-key-only'] },
-  'no-capability': { fail: ['capability/advertised'], warn: ['capability/current-name'] },
-  'capability-deprecated-name': { fail: [], warn: ['capability/current-name'] },
-  'capability-top-level': { fail: ['capability/advertised'], warn: ['capability/current-name'] },
-  'capability-not-object': { fail: ['capability/advertised'], warn: ['capability/current-name'] },
+  // Over both transports: each capability finding shows once for stdio and once for HTTP.
+  'no-capability': { fail: ['capability/advertised', 'capability/advertised'], warn: ['capability/current-name', 'capability/current-name'] },
+  'capability-deprecated-name': { fail: [], warn: ['capability/current-name', 'capability/current-name'] },
+  'capability-top-level': { fail: ['capability/advertised', 'capability/advertised'], warn: ['capability/current-name', 'capability/current-name'] },
+  'capability-not-object': { fail: ['capability/advertised', 'capability/advertised'], warn: ['capability/current-name', 'capability/current-name'] },
+  'http-runs-directly': { fail: ['transport/http-fails-closed'] },
+  'launcher-over-http': { fail: [], warn: ['transport/http-ignores-launcher'] },
 };
 
 describe('reference server', () => {
   test('passes every check', async () => {
     const report = await runAgainst([referenceServer]);
-    expect(report.results.map((r) => `${r.id} ${r.status} ${r.message ?? ''}`.trim())).toEqual(allChecks.map((c) => `${c.id} pass`));
+    const expected = report.results.map((r) => `${r.transport} ${r.id} pass`);
+    expect(report.results.map((r) => `${r.transport} ${r.id} ${r.status} ${r.message ?? ''}`.trim())).toEqual(expected);
+    // Every check ran on at least one transport.
+    expect([...new Set(report.results.map((r) => r.id))].sort()).toEqual(allChecks.map((c) => c.id).sort());
   });
 });
 

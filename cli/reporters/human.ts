@@ -84,9 +84,12 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
     return out.join('\n') + '\n';
   }
   const idWidth = Math.max(...report.results.map((r) => r.id.length), 10);
+  // With both transports in the run, each line says which one it is about.
+  const bothTransports = new Set(report.results.map((r) => r.transport)).size > 1;
   const defs = new Map(options.checks.map((d) => [d.id, d]));
   for (const result of report.results) {
-    const line = `${paint(c, result.status, LABEL[result.status].padEnd(5))}  ${result.id.padEnd(idWidth)}  ${result.level.padEnd(6)}  ${result.title}`;
+    const where = bothTransports ? `${result.transport.padEnd(5)}  ` : '';
+    const line = `${paint(c, result.status, LABEL[result.status].padEnd(5))}  ${result.id.padEnd(idWidth)}  ${where}${result.level.padEnd(6)}  ${result.title}`;
     out.push(line);
     const indent = '       ';
     if (result.status === 'skip' || result.status === 'error') {

@@ -1,0 +1,71 @@
+import { judgeFailClosed, summarizeOutcome } from './judge.js';
+import { couldNotRun, fail, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
+
+export const httpFailsClosed: CheckDef = {
+  id: 'transport/http-fails-closed',
+  rule: 'HTTP-1',
+  level: 'MUST',
+  title: 'over HTTP, where no launcher comes, fails closed',
+  summary:
+    'Codex sends both state keys over Streamable HTTP but never a launcher: the endpoint shares no filesystem with the host. With no launcher the server must answer with an error and run nothing (no PATH search, no unsandboxed run), unless its operator opted out. Source: CONTRACT.md §2 and §3 HTTP-1.',
+  why: 'An HTTP server that runs commands anyway runs every model command outside the sandbox.',
+  typicalMistake: 'Treating a missing launcher over HTTP as "no sandbox needed" and running the command directly.',
+  fix: 'Apply the same launcher validation over HTTP as over stdio; with no launcher, refuse.',
+  needs: ['http', 'exec', 'opt-in'],
+};
+
+export const httpIgnoresLauncher: CheckDef = {
+  id: 'transport/http-ignores-launcher',
+  rule: 'HTTP-2',
+  level: 'SHOULD',
+  title: 'over HTTP, never executes a launcher path sent in _meta',
+  summary:
+    'A codex/sandbox-launcher that arrives over HTTP cannot have been verified on the server host, and anyone who reaches the endpoint could name any binary: the server does not execute it. Source: CONTRACT.md §3 HTTP-2.',
+  why: 'Real Codex never sends a launcher over HTTP, so one that arrives was put there by someone else.',
+  typicalMistake: 'Using the same "launcher present, so run it" code path for both transports.',
+  fix: 'Ignore codex/sandbox-launcher on HTTP requests (and then fail closed as HTTP-1 requires).',
+  needs: ['http', 'exec', 'opt-in'],
+};
+
+/** HTTP-1: exactly what Codex sends over HTTP (both state keys, no launcher). */
+const httpFailsClosedScenario: Scenario = {
+  id: httpFailsClosed.id,
+  title: httpFailsClosed.title,
+  checks: [httpFailsClosed],
+  needs: httpFailsClosed.needs,
+  transports: ['http'],
+  run: async (ctx) => {
+    const probe = await ctx.execProbe(ctx.codexEntries());
+    return new Map<string, Verdict>([[httpFailsClosed.id, await judgeFailClosed(probe, await ctx.observe(), ctx.control())]]);
+  },
+};
+
+/** HTTP-2: a launcher arrives over HTTP anyway, naming an executable trap. */
+const httpIgnoresLauncherScenario: Scenario = {
+  id: httpIgnoresLauncher.id,
+  title: httpIgnoresLauncher.title,
+  checks: [httpIgnoresLauncher],
+  needs: httpIgnoresLauncher.needs,
+  transports: ['http'],
+  run: async (ctx) => {
+    const trap = await ctx.observers.trap('launcher-over-http');
+    const probe = await ctx.execProbe({ ...ctx.codexEntries(), launcher: { codexExecutable: trap } });
+    const observations = await ctx.observe();
+    // Whether the command then runs some other way is HTTP-1's question; this one is only
+    // about the launcher named over HTTP.
+    const fired = observations.trapCalls.filter((t) => t.trap === 'launcher-over-http');
+    let verdict: Verdict;
+    if (fired.length > 0) {
+      verdict = fail('the server executed the codexExecutable that arrived over HTTP', {
+        expected: { executed: [] },
+        actual: { ...(summarizeOutcome(probe.outcome) as object), executed: fired.map((t) => [trap, ...t.argv].join(' ')) },
+      });
+    } else {
+      const facts = await ctx.control();
+      verdict = facts.works ? pass() : couldNotRun(`not executing proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
+    }
+    return new Map<string, Verdict>([[httpIgnoresLauncher.id, verdict]]);
+  },
+};
+
+export const transportScenarios: Scenario[] = [httpFailsClosedScenario, httpIgnoresLauncherScenario];
