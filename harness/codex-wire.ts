@@ -116,7 +116,23 @@ export const CANARY = {
   topLevel: 'conformanceCanary',
   inProfile: 'conformanceProfileCanary',
   inEntry: 'conformanceEntryCanary',
+  fidelity: 'conformanceFidelity',
 } as const;
+
+/** Nests `leaf` `depth` objects deep. */
+const nest = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : { level: nest(depth - 1, leaf) });
+
+/**
+ * What a typed re-serialization tends to lose and a faithful forwarder keeps (FWD-3): the order
+ * of non-index keys, non-ASCII text, empty containers, nulls, deep nesting. Only values every
+ * JSON parser round-trips exactly: no index-like keys, no 1.0, no \u escapes, no big integers.
+ */
+export const FIDELITY_CANARY = {
+  zeta: 'keys in this order: zeta, alpha, mid',
+  alpha: 'non-ASCII: café, naïve, 日本語, emoji 🧪',
+  mid: { emptyObject: {}, emptyArray: [], nothing: null, listOfNulls: [null, null] },
+  deep: nest(12, { bottom: true }),
+};
 
 /**
  * A workspace-write state that the real `codex sandbox` accepts (CONTRACT.md §5), pointed at the
@@ -146,5 +162,6 @@ export function defaultState(workspaceDir: string): Record<string, unknown> {
     useLegacyLandlock: false,
     useMxc: false,
     [CANARY.topLevel]: { note: 'unknown to every server', list: [{ depth: 3, items: [1, 'two', {}] }, []] },
+    [CANARY.fidelity]: FIDELITY_CANARY,
   };
 }

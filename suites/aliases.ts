@@ -1,6 +1,6 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { judgeStateReachedLaunch } from './judge.js';
-import type { CheckDef, Scenario, ScenarioContext, Verdict } from './model.js';
+import { judgeFailClosed, judgeStateReachedLaunch, launchesOf, stateInArgv, structuralDiff } from './judge.js';
+import { fail, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 
 const aliasCheck = (id: string, title: string, variant: string): CheckDef => ({
@@ -38,7 +38,51 @@ function aliasScenario(check: CheckDef, entries: (ctx: ScenarioContext) => Sandb
   };
 }
 
+
+
+export const conflictPrefersCurrent: CheckDef = {
+  id: 'aliases/conflict-prefers-current',
+  rule: 'ALIAS-2',
+  level: 'SHOULD',
+  title: `when the two keys disagree, uses ${STATE_KEY} (or refuses), never a merge`,
+  summary: `If "${STATE_KEY}" and "${STATE_KEY_DEPRECATED}" ever carry different values, the current key wins; the two values are never merged. Refusing the call is also acceptable. Source: CONTRACT.md §3 ALIAS-2.`,
+  why: 'The two keys are one policy; a merge can produce a policy nobody sent, and the deprecated copy may be stale.',
+  typicalMistake: 'Object-spreading both values together, or reading the deprecated key first.',
+  fix: `Take "${STATE_KEY}" when it is an object; only fall back to "${STATE_KEY_DEPRECATED}" when the current key is absent.`,
+  needs: ['exec', 'opt-in'],
+};
+
+const conflictScenario: Scenario = {
+  id: conflictPrefersCurrent.id,
+  title: conflictPrefersCurrent.title,
+  checks: [conflictPrefersCurrent],
+  needs: conflictPrefersCurrent.needs,
+  transports: ['stdio'],
+  run: async (ctx) => {
+    // Each value has a field the other lacks, so a merge in either direction shows.
+    const current = { ...ctx.state, conformanceAlias: 'current', conformanceCurrentOnly: true };
+    const deprecated = { ...ctx.state, conformanceAlias: 'deprecated', conformanceDeprecatedOnly: true };
+    const probe = await ctx.execProbe({ ...ctx.codexEntries(), state: current, stateDeprecated: deprecated });
+    const observations = await ctx.observe();
+    const launch = launchesOf(observations, probe.nonce)[0];
+    let verdict: Verdict;
+    if (!launch) {
+      verdict = await judgeFailClosed(probe, observations, ctx.control());
+      if (verdict.status === 'pass') verdict = pass('the server refused the conflicting call');
+    } else {
+      const received = stateInArgv(launch.argv);
+      if (structuralDiff(current, received).length === 0) verdict = pass();
+      else {
+        const which = structuralDiff(deprecated, received).length === 0 ? `the ${STATE_KEY_DEPRECATED} value` : 'neither value as sent (a merge?)';
+        verdict = fail(`with conflicting keys the server forwarded ${which}`, { expected: current, actual: received, diff: structuralDiff(current, received) });
+      }
+    }
+    return new Map<string, Verdict>([[conflictPrefersCurrent.id, verdict]]);
+  },
+};
+
 export const aliasScenarios: Scenario[] = [
   aliasScenario(currentKeyOnly, (ctx) => ({ ...ctx.codexEntries(), stateDeprecated: undefined })),
   aliasScenario(deprecatedKeyOnly, (ctx) => ({ ...ctx.codexEntries(), state: undefined })),
+  conflictScenario,
 ];

@@ -2,7 +2,7 @@ import { LAUNCHER_KEY } from '../harness/codex-wire.js';
 import { usesShellString } from '../harness/exec-adapter.js';
 import { shellQuote } from '../harness/observers.js';
 import { bothKeys } from './aliases.js';
-import { controlFacts, judgeStateReachedLaunch, launchesOf, parseLaunchArgv, probeRan, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
+import { controlFacts, judgeStateReachedLaunch, keyOrderDifferences, launchesOf, parseLaunchArgv, probeRan, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
 import { runsGivenExecutable } from './launcher.js';
 import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict } from './model.js';
 import type { Observations } from '../harness/observers.js';
@@ -30,6 +30,19 @@ export const stateUnchanged: CheckDef = {
   why: 'The state is opaque and gains fields between Codex releases; a server that rebuilds it silently drops policy it does not understand.',
   typicalMistake: 'Parsing the state into a typed struct and serializing that struct.',
   fix: 'Forward the JSON value exactly as received (serialize the parsed value, never a typed copy).',
+  needs: ['exec', 'opt-in'],
+};
+
+export const fidelity: CheckDef = {
+  id: 'forwarding/state-fidelity',
+  rule: 'FWD-3',
+  level: 'SHOULD',
+  title: 'forwards the value as received: key order, non-ASCII, empty values, nulls, depth',
+  summary:
+    'Forward the original JSON value rather than a re-serialized typed copy, so that the order of non-index keys, non-ASCII text, empty objects and arrays, nulls and deep nesting survive. Judged on parsed JSON plus key order, never on bytes (parsers may reorder index-like keys, respell numbers and expand escapes). Source: CONTRACT.md §3 FWD-3.',
+  why: 'A typed copy is where fields get lost or reshaped; a value that comes back in a different order is a sign the server rebuilt it.',
+  typicalMistake: 'Deserializing into a struct or a sorted map and serializing that.',
+  fix: 'Keep the parsed JSON value as is (or the raw text) and serialize that.',
   needs: ['exec', 'opt-in'],
 };
 
@@ -71,6 +84,22 @@ function judgeState(probe: ExecProbe, observations: Observations, state: unknown
   return fail(`the forwarded state differs from the one sent (${diff.length} path${diff.length === 1 ? '' : 's'})`, { expected: state, actual: received, diff });
 }
 
+function judgeFidelity(probe: ExecProbe, observations: Observations, state: unknown): Verdict {
+  const launch = launchesOf(observations, probe.nonce)[0];
+  const received = launch ? stateInArgv(launch.argv) : undefined;
+  if (received === undefined) return couldNotRun(`no forwarded state to judge (see ${stateUnchanged.id})`);
+  if (structuralDiff(state, received).length > 0) {
+    return couldNotRun(`the forwarded state differs in content (see ${stateUnchanged.id}); fidelity is judged on an equal value`);
+  }
+  const differences = keyOrderDifferences(state, received);
+  if (differences.length === 0) return pass();
+  return fail(`the forwarded state was re-serialized: key order changed at ${differences.length} place${differences.length === 1 ? '' : 's'}`, {
+    expected: state,
+    actual: received,
+    diff: differences.map((d) => `~ order    ${d}`),
+  });
+}
+
 function judgeLauncherUsed(probe: ExecProbe, observations: Observations): Verdict {
   const ran = probeRan(observations, probe.nonce);
   const pathSearch = observations.trapCalls.filter((t) => t.trap === 'path-search');
@@ -98,7 +127,7 @@ function judgeLauncherUsed(probe: ExecProbe, observations: Observations): Verdic
 export const codexCallScenario: Scenario = {
   id: 'forwarding/codex-call',
   title: 'a tools/call exactly as Codex sends it',
-  checks: [runsGivenExecutable, argvShape, stateUnchanged, bothKeys],
+  checks: [runsGivenExecutable, argvShape, stateUnchanged, fidelity, bothKeys],
   needs: ['exec', 'opt-in'],
   transports: ['stdio'],
   isControl: true,
@@ -111,6 +140,7 @@ export const codexCallScenario: Scenario = {
       [runsGivenExecutable.id, judgeLauncherUsed(probe, observations)],
       [argvShape.id, judgeArgv(probe, observations, shellString)],
       [stateUnchanged.id, judgeState(probe, observations, ctx.state)],
+      [fidelity.id, judgeFidelity(probe, observations, ctx.state)],
       [bothKeys.id, judgeStateReachedLaunch(probe, observations, ctx.state, 'a call with both state keys')],
     ]);
   },

@@ -173,3 +173,20 @@ export async function judgeFailClosed(probe: ExecProbe, observations: Observatio
   }
   return pass();
 }
+
+const isIndexKey = (key: string) => /^(0|[1-9]\d*)$/.test(key);
+
+/**
+ * Where the order of non-index keys differs between two deep-equal values (FWD-3). Index-like
+ * keys are left out: JavaScript and other parsers legitimately move them first.
+ */
+export function keyOrderDifferences(expected: unknown, actual: unknown, path = ''): string[] {
+  if (Array.isArray(expected) && Array.isArray(actual)) {
+    return expected.flatMap((item, i) => keyOrderDifferences(item, actual[i], `${path}[${i}]`));
+  }
+  if (!isObject(expected) || !isObject(actual)) return [];
+  const want = Object.keys(expected).filter((k) => !isIndexKey(k));
+  const got = Object.keys(actual).filter((k) => !isIndexKey(k));
+  const here = JSON.stringify(want) === JSON.stringify(got) ? [] : [`${path || '(top level)'}: keys ${JSON.stringify(got)}, sent as ${JSON.stringify(want)}`];
+  return [...here, ...want.flatMap((key) => keyOrderDifferences(expected[key], actual[key], path ? `${path}.${key}` : key))];
+}
