@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { SessionAdapter } from '../harness/exec-adapter.js';
 
 /** A problem with what the user asked for: exit code 2, one line. */
 export class UsageError extends Error {}
@@ -12,10 +13,11 @@ export interface ConfigFile {
   startupTimeoutSec?: number;
   callTimeoutSec?: number;
   assumeOptIn?: boolean;
+  session?: SessionAdapter;
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
-const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn']);
+const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session']);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -68,6 +70,7 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
     if (typeof value !== 'number' || !(value > 0)) throw new UsageError(`${where(key)} must be a positive number of seconds`);
     config[key] = value;
   }
+  if (raw.session !== undefined) config.session = validateSession(raw.session, where('session'));
   if (raw.assumeOptIn !== undefined) {
     if (typeof raw.assumeOptIn !== 'boolean') throw new UsageError(`${where('assumeOptIn')} must be true or false`);
     config.assumeOptIn = raw.assumeOptIn;
@@ -101,4 +104,28 @@ export function globMatcher(patterns: string[]): (id: string) => boolean {
     (p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`),
   );
   return (id) => regexes.some((r) => r.test(id));
+}
+
+/** The session adapter, from the config file or --session JSON. */
+export function validateSession(raw: unknown, where: string): SessionAdapter {
+  const shape = `${where} must be {"open": {"tool": ..., "arguments": {...}}, "send": {"tool": ..., "arguments": {... "{{sessionId}}" ... "{{command}}" ...}}, "sessionId": "<dotted path in the open result>"}`;
+  if (!isObject(raw) || typeof raw.sessionId !== 'string') throw new UsageError(shape);
+  const step = (value: unknown) => {
+    if (!isObject(value) || typeof value.tool !== 'string' || value.tool === '') throw new UsageError(shape);
+    return { tool: value.tool, arguments: value.arguments ?? {} };
+  };
+  const adapter = { open: step(raw.open), send: step(raw.send), sessionId: raw.sessionId };
+  if (!JSON.stringify(adapter.send.arguments).includes('{{sessionId}}')) throw new UsageError(`${where}: send.arguments must use "{{sessionId}}"`);
+  return adapter;
+}
+
+export function parseSessionFlag(text: string | undefined): SessionAdapter | undefined {
+  if (text === undefined) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--session is not valid JSON: ${(error as Error).message}`);
+  }
+  return validateSession(raw, '--session');
 }

@@ -8,7 +8,7 @@ import { packageRoot } from '../harness/paths.js';
 import { killAllLiveGroups } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios } from '../suites/index.js';
 import { removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
-import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError } from './config.js';
+import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, parseSessionFlag, UsageError } from './config.js';
 import { exitCodeFor, EXIT } from './exit-codes.js';
 import { renderHuman } from './reporters/human.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
@@ -63,6 +63,11 @@ async function main(argv: string[]): Promise<number> {
     })
     .option('http-path', { type: 'string', default: '/mcp', describe: 'The MCP endpoint path for --http-command', group: 'Target:' })
     .option('codex', { type: 'string', describe: 'A real Codex CLI: commands then really run in `codex sandbox` (enforcement checks)', group: 'Target:' })
+    .option('session', {
+      type: 'string',
+      describe: 'Session adapter JSON for the AUTH-2 session checks: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"},"sessionId":"<path>"}',
+      group: 'Target:',
+    })
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })
     .option('startup-timeout', { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' })
     .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
@@ -141,6 +146,7 @@ async function main(argv: string[]): Promise<number> {
           : undefined,
     },
     realCodex: args.codex ? realCodexPath(args.codex) : undefined,
+    session: parseSessionFlag(args.session) ?? config.session,
     exec: args['exec-tool']
       ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' }
       : config.exec

@@ -63,14 +63,36 @@ export function usesShellString(template: unknown): boolean {
   return JSON.stringify(template).includes('{{command}}');
 }
 
-export function renderArguments(template: unknown, argv: string[]): unknown {
+/**
+ * Fills a template: "{{argv}}" (a whole string) becomes the argv array; "{{command}}" the
+ * shell-quoted command; any other "{{name}}" the value of `vars[name]` (e.g. sessionId).
+ */
+export function renderArguments(template: unknown, argv: string[], vars: Record<string, string> = {}): unknown {
   if (template === '{{argv}}') return [...argv];
   if (typeof template === 'string') {
-    return template.replaceAll('{{command}}', argv.map(shellQuote).join(' '));
+    let text = template.replaceAll('{{command}}', argv.map(shellQuote).join(' '));
+    for (const [name, value] of Object.entries(vars)) text = text.replaceAll(`{{${name}}}`, value);
+    return text;
   }
-  if (Array.isArray(template)) return template.map((item) => renderArguments(item, argv));
+  if (Array.isArray(template)) return template.map((item) => renderArguments(item, argv, vars));
   if (isObject(template)) {
-    return Object.fromEntries(Object.entries(template).map(([key, value]) => [key, renderArguments(value, argv)]));
+    return Object.fromEntries(Object.entries(template).map(([key, value]) => [key, renderArguments(value, argv, vars)]));
   }
   return template;
+}
+
+/** How to drive a long-lived session: open it, send it commands, and where its id is in the open result. */
+export interface SessionAdapter {
+  open: { tool: string; arguments: unknown };
+  send: { tool: string; arguments: unknown };
+  /** A dotted path into the open result, e.g. "structuredContent.sessionId" or "content.0.text". */
+  sessionId: string;
+}
+
+/** Reads a dotted path (object keys, array indexes) out of a value. */
+export function readPath(value: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((node, key) => {
+    if (Array.isArray(node)) return node[Number(key)];
+    return isObject(node) ? node[key] : undefined;
+  }, value);
 }

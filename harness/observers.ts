@@ -10,6 +10,8 @@ export function shellQuote(value: string): string {
 
 export interface Launch {
   id: string;
+  /** Which fake launcher ran: "a" (the one sent by default) or "b" (the second). */
+  launcher: string;
   argv: string[];
   /** True for Codex's own capability probe (`sandbox --sandbox-state-json {} --help`). */
   isCapabilityProbe: boolean;
@@ -64,19 +66,29 @@ export class ScenarioObservers {
     readonly pathTrapDir: string,
     readonly probePath: string,
     readonly workspaceDir: string,
+    readonly sessionShellPath: string,
+    private readonly realCodex: string,
   ) {}
+
+  /** A second fake launcher at another path, same log: for "the launcher changed" scenarios. */
+  async secondLauncher(): Promise<string> {
+    const dir = join(this.dir, 'launcher-b');
+    await mkdir(dir, { recursive: true });
+    return install(join(dir, 'codex'), 'codex-launcher.sh', { LOG_DIR: this.logDir, REAL_CODEX: this.realCodex, LAUNCHER_NAME: 'b' });
+  }
 
   static async create(dir: string, options: { realCodex?: string } = {}): Promise<ScenarioObservers> {
     const logDir = join(dir, 'log');
     const pathTrapDir = join(dir, 'path');
     const workspaceDir = join(dir, 'work space');
     await Promise.all([logDir, pathTrapDir, workspaceDir, join(dir, 'launcher')].map((d) => mkdir(d, { recursive: true })));
-    const [launcherPath, , probePath] = await Promise.all([
-      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '' }),
+    const [launcherPath, , probePath, sessionShellPath] = await Promise.all([
+      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '', LAUNCHER_NAME: 'a' }),
       install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
       install(join(dir, 'probe'), 'probe.sh', { LOG_DIR: logDir }),
+      install(join(dir, 'session-shell'), 'session-shell.sh', {}),
     ]);
-    return new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir);
+    return new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '');
   }
 
   /** Installs an executable trap named `name` and returns its absolute path. */
@@ -116,7 +128,8 @@ export class ScenarioObservers {
         if (name.startsWith('launch-') && name.endsWith('.argv')) {
           const argv = decodeArgv(text);
           const isCapabilityProbe = JSON.stringify(argv) === JSON.stringify(CAPABILITY_PROBE);
-          observations.launches.push({ id: name.slice(0, -'.argv'.length), argv, isCapabilityProbe });
+          const id = name.slice(0, -'.argv'.length);
+          observations.launches.push({ id, launcher: id.split('-').at(-1) ?? '', argv, isCapabilityProbe });
         } else if (name.startsWith('trap.')) {
           observations.trapCalls.push({ trap: name.split('.')[1] ?? '', argv: decodeArgv(text) });
         } else if (name.startsWith('probe.') && name.endsWith('.ran')) {

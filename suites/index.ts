@@ -1,4 +1,5 @@
 import { aliasScenarios } from './aliases.js';
+import { authorityScenarios } from './authority.js';
 import { capabilityScenario } from './capability.js';
 import { codexCallScenario } from './forwarding.js';
 import { launcherScenarios } from './launcher.js';
@@ -6,7 +7,7 @@ import type { CheckDef, Scenario } from './model.js';
 import { transportScenarios } from './transport.js';
 
 /** Every scenario, in report order. */
-export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, ...aliasScenarios, ...launcherScenarios, ...transportScenarios];
+export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, ...aliasScenarios, ...launcherScenarios, ...transportScenarios, ...authorityScenarios];
 
 /** Every check, in report order, each once. */
 export const allChecks: CheckDef[] = [...new Map(allScenarios.flatMap((s) => s.checks).map((c) => [c.id, c])).values()];

@@ -1,5 +1,6 @@
 import type { SandboxEntries, Transport } from '../harness/codex-wire.js';
-import type { ExecAdapter } from '../harness/exec-adapter.js';
+import type { ExecAdapter, SessionAdapter } from '../harness/exec-adapter.js';
+import type { Connection } from '../harness/target.js';
 import type { Handshake, HostSession, RawOutcome } from '../harness/host-session.js';
 import type { Observations, ScenarioObservers } from '../harness/observers.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
@@ -79,8 +80,15 @@ export interface ScenarioContext {
   readonly state: Record<string, unknown>;
   /** The sandbox entries Codex would send for `state` (none when the server did not opt in). */
   codexEntries(state?: unknown): SandboxEntries;
-  /** Asks the server to run the probe through its exec tool with these sandbox entries. */
-  execProbe(sandbox: SandboxEntries, extraArguments?: Record<string, unknown>): Promise<ExecProbe>;
+  /**
+   * Asks the server to run the probe through its exec tool with these sandbox entries. A given
+   * nonce repeats an earlier call's arguments exactly.
+   */
+  execProbe(sandbox: SandboxEntries, extraArguments?: Record<string, unknown>, nonce?: string): Promise<ExecProbe>;
+  /** The operator's session adapter (checks needing 'session' are skipped without one). */
+  readonly sessionAdapter?: SessionAdapter;
+  /** Another connection to the target (a fresh server for a started target); closed by the runner. */
+  openConnection(): Promise<Connection>;
 }
 
 export interface ExecProbe {

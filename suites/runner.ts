@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { resolveExecAdapter, renderArguments, type ExecAdapter } from '../harness/exec-adapter.js';
+import { resolveExecAdapter, renderArguments, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers } from '../harness/observers.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
@@ -28,6 +28,7 @@ export interface RunPlan {
   /** Which checks to report (--only / --skip). */
   select: (checkId: string) => boolean;
   realCodex?: string;
+  session?: SessionAdapter;
 }
 
 const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
@@ -36,6 +37,9 @@ const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/m
 function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
   if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI: --codex PATH');
   if (check.needs.includes('http') && !plan.targets.http) return notApplicable(HTTP_HINT);
+  if (check.needs.includes('session') && !plan.session) {
+    return notApplicable('needs a session adapter: "session" in mcp-sandbox-conformance.json or --session \'{"open":…,"send":…,"sessionId":…}\' (see README)');
+  }
   return undefined;
 }
 
@@ -112,6 +116,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     const t0 = Date.now();
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;
+    const extraConnections: Connection[] = [];
     for (const check of scenario.checks) {
       const verdict = job.runs ? staticUnmet(check, plan) : notApplicable(job.transport === 'http' ? HTTP_HINT : 'needs a stdio target');
       if (verdict) verdicts.set(check.id, verdict);
@@ -124,7 +129,12 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
         const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
         connection = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
         anyStarted = true;
-        await runWithConnection(plan, scenario, connection, observers, control, verdicts);
+        const openConnection = async () => {
+          const extra = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
+          extraConnections.push(extra);
+          return extra;
+        };
+        await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection);
       } catch (error) {
         if (error instanceof TargetStartError) {
           if (!anyStarted) deadAtStart ??= { message: error.message, stderrTail: error.stderrTail };
@@ -136,7 +146,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
         }
       } finally {
         if (scenario.isControl && job.transport === 'stdio') control.publish({ works: false, detail: 'the control scenario did not finish' });
-        await connection?.close();
+        await Promise.all([connection?.close(), ...extraConnections.map((c) => c.close())]);
       }
     } else if (scenario.isControl && job.transport === 'stdio') {
       control.publish({ works: false, detail: 'the control scenario did not run' });
@@ -181,6 +191,7 @@ async function runWithConnection(
   observers: ScenarioObservers,
   control: Control,
   verdicts: Map<string, Verdict>,
+  openConnection: () => Promise<Connection>,
 ): Promise<void> {
   const { handshake, session } = connection;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(handshake.initializeResult);
@@ -219,9 +230,11 @@ async function runWithConnection(
     publishControl: (facts) => control.publish(facts),
     observe: () => observers.read(),
     codexEntries: (s: unknown = state) => (optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
-    execProbe: async (sandbox, extraArguments) => {
+    sessionAdapter: plan.session,
+    openConnection,
+    execProbe: async (sandbox, extraArguments, givenNonce) => {
       if (!exec) throw new Error('execProbe called without an exec adapter');
-      const nonce = observers.newNonce();
+      const nonce = givenNonce ?? observers.newNonce();
       const command = observers.probeCommand(nonce);
       const rendered = renderArguments(exec.arguments, command);
       const args = isObject(rendered) && extraArguments ? { ...rendered, ...extraArguments } : rendered;

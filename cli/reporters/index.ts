@@ -1,0 +1,110 @@
+import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
+import type { CheckDef, Status } from '../../suites/model.js';
+import type { RunReport } from '../../suites/runner.js';
+import type { BaselineEntry, ReportedResult } from '../baseline.js';
+import { UsageError } from '../config.js';
+
+/**
+ * What every reporter receives, and the few helpers they share. The reporters themselves live one
+ * per file (human, json, junit, markdown, github, html); cli/results.ts picks and runs them.
+ */
+
+export const REPORTER_NAMES = ['human', 'json', 'junit', 'markdown', 'github', 'html'] as const;
+export type ReporterName = (typeof REPORTER_NAMES)[number];
+
+/** One --reporter: a format, and a file or (without one) the terminal. */
+export interface ReporterSpec {
+  name: ReporterName;
+  path?: string;
+}
+
+/**
+ * The contract the checks implement: the rules of CONTRACT.md as Codex CLI 0.171.0 applies them.
+ * The revision changes whenever a rule is added or its meaning changes; a report names it so that
+ * two reports can be compared knowingly.
+ */
+export const CONTRACT = { revision: `codex-${CODEX_VERSION}`, codexVersion: CODEX_VERSION, protocolVersion: PROTOCOL_VERSION } as const;
+
+/** The target as the user gave it, with credentials redacted. */
+export interface TargetDescription {
+  /** The stdio server command, as argv. */
+  command?: string[];
+  url?: string;
+  httpCommand?: string;
+  /** One line for people. */
+  display: string;
+}
+
+/** A run after its baseline: what all reporters render. */
+export interface ReportData {
+  report: Omit<RunReport, 'results'> & { results: ReportedResult[] };
+  tool: { name: string; version: string };
+  target: TargetDescription;
+  checks: CheckDef[];
+  failOn: 'must' | 'should';
+  exitCode: number;
+  /** Transcript files written by --transcripts, by transcriptKey. */
+  transcriptFiles: Map<string, string>;
+  baseline?: {
+    file: string;
+    format: 'yaml' | 'json';
+    /** Entries whose checks pass now. */
+    stale: BaselineEntry[];
+    /** Entries that name no check. */
+    unknown: BaselineEntry[];
+    /** Set when --update-baseline rewrote the file. */
+    updated?: { entries: number };
+  };
+  /** Paste-ready entries for the failures no baseline entry lists. */
+  suggestions: BaselineEntry[];
+  startedAt: Date;
+}
+
+export function parseReporterSpec(text: string): ReporterSpec {
+  const eq = text.indexOf('=');
+  const name = (eq < 0 ? text : text.slice(0, eq)).trim();
+  const path = eq < 0 ? undefined : text.slice(eq + 1);
+  if (!(REPORTER_NAMES as readonly string[]).includes(name)) {
+    throw new UsageError(`unknown reporter "${name}" (known: ${REPORTER_NAMES.join(', ')}; a file with NAME=PATH)`);
+  }
+  if (path !== undefined && path === '') throw new UsageError(`--reporter ${name}= needs a file after the "="`);
+  if (name === 'github' && path !== undefined) throw new UsageError('--reporter github takes no file: workflow annotations only work on stdout');
+  return { name: name as ReporterName, path };
+}
+
+/**
+ * Parses every --reporter. The human report always runs: on stdout, or on stderr when another
+ * format takes stdout. At most one other format may go to stdout.
+ */
+export function parseReporters(values: string[]): ReporterSpec[] {
+  const specs = values.map(parseReporterSpec);
+  const toStdout = specs.filter((s) => s.name !== 'human' && s.path === undefined);
+  if (toStdout.length > 1) {
+    throw new UsageError(`only one format can write to stdout (${toStdout.map((s) => s.name).join(', ')}); give the others a file, e.g. --reporter ${toStdout[1]!.name}=report`);
+  }
+  if (!specs.some((s) => s.name === 'human' && s.path === undefined)) specs.unshift({ name: 'human' });
+  return specs;
+}
+
+/** The area of a check: the part of its id before the "/". */
+export const areaOf = (id: string): string => (id.includes('/') ? id.slice(0, id.indexOf('/')) : id);
+
+/** True when the run has results on both transports: names then say which transport. */
+export const hasBothTransports = (results: { transport: string }[]): boolean => new Set(results.map((r) => r.transport)).size > 1;
+
+/** A check's display name: the id, and the transport when the run has both. */
+export const displayName = (result: { id: string; transport: string }, both: boolean): string => (both ? `${result.id} (${result.transport})` : result.id);
+
+export const STATUS_ORDER: Status[] = ['fail', 'xpass', 'error', 'warn', 'xfail', 'skip', 'pass'];
+
+/** Statuses that make the run fail or that a reader must look at. */
+export const isProblem = (status: Status): boolean => status === 'fail' || status === 'xpass' || status === 'error' || status === 'warn';
+
+/** A value as text: strings as they are, everything else as indented JSON. */
+export const asText = (value: unknown): string => (typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? String(value)));
+
+/** Cuts a text to at most `max` characters, saying how much was left out. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}\n… ${text.length - max} more characters (the JSON report has everything)`;
+}

@@ -1,0 +1,111 @@
+import type { Level, SkipReason, Status } from '../../suites/model.js';
+import type { BaselineEntry } from '../baseline.js';
+import { redactValue, transcriptKey } from '../transcripts.js';
+import { tally } from './human.js';
+import { areaOf, CONTRACT, type ReportData, type TargetDescription } from './index.js';
+
+/**
+ * The JSON report: one document per run, described by schema/report.schema.json (shipped in the
+ * package). `schemaVersion` changes only when a field changes meaning or goes away; new optional
+ * fields keep it. Transcripts are not inlined: a check names the file --transcripts wrote, and
+ * always says how many entries its transcript had.
+ */
+export const SCHEMA_VERSION = 1;
+
+export interface CheckRecord {
+  id: string;
+  area: string;
+  title: string;
+  rule: string;
+  level: Level;
+  transport: 'stdio' | 'http';
+  scenario: string;
+  status: Status;
+  skipReason?: SkipReason;
+  message?: string;
+  expected?: unknown;
+  actual?: unknown;
+  diff?: string[];
+  /** For xfail and xpass: the baseline entry that listed the check, and what the check did. */
+  baseline?: { id: string; reason: string; transport?: 'stdio' | 'http'; was: Status };
+  transcript: { entries: number; file?: string };
+  durationMs: number;
+}
+
+export interface ReportDocument {
+  schemaVersion: number;
+  tool: { name: string; version: string };
+  contract: typeof CONTRACT;
+  startedAt: string;
+  durationMs: number;
+  target: TargetDescription;
+  server: { serverInfo?: unknown; capabilities?: unknown };
+  startFailure?: { message: string; stderrTail: string };
+  failOn: 'must' | 'should';
+  exitCode: number;
+  summary: { total: number; passed: number; failed: number; skipped: number; warnings: number; errors: number; xfail: number; xpass: number };
+  baseline?: { file: string; staleEntries: BaselineEntry[]; unknownEntries: BaselineEntry[]; updated: boolean };
+  /** Paste-ready baseline entries for the failures no entry lists. */
+  unexpectedFailures: BaselineEntry[];
+  checks: CheckRecord[];
+}
+
+export function toDocument(data: ReportData): ReportDocument {
+  const { report } = data;
+  const t = tally(report.results);
+  const checks = report.results.map((r): CheckRecord => {
+    const file = data.transcriptFiles.get(transcriptKey(r));
+    return {
+      id: r.id,
+      area: areaOf(r.id),
+      title: r.title,
+      rule: r.rule,
+      level: r.level,
+      transport: r.transport,
+      scenario: r.scenario,
+      status: r.status,
+      ...(r.status === 'skip' && r.reason ? { skipReason: r.reason } : {}),
+      ...(r.message !== undefined ? { message: r.message } : {}),
+      ...(r.expected !== undefined ? { expected: r.expected } : {}),
+      ...(r.actual !== undefined ? { actual: r.actual } : {}),
+      ...(r.diff !== undefined ? { diff: r.diff } : {}),
+      ...(r.baseline ? { baseline: { ...r.baseline.entry, was: r.baseline.was } } : {}),
+      transcript: { entries: r.transcript.length, ...(file ? { file } : {}) },
+      durationMs: r.durationMs,
+    };
+  });
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    tool: data.tool,
+    contract: CONTRACT,
+    startedAt: data.startedAt.toISOString(),
+    durationMs: report.durationMs,
+    target: data.target,
+    server: {
+      ...(report.serverInfo !== undefined ? { serverInfo: redactValue(report.serverInfo) } : {}),
+      ...(report.capabilities !== undefined ? { capabilities: redactValue(report.capabilities) } : {}),
+    },
+    ...(report.startFailure ? { startFailure: report.startFailure } : {}),
+    failOn: data.failOn,
+    exitCode: data.exitCode,
+    summary: {
+      total: report.results.length,
+      passed: t.passed,
+      failed: t.failed,
+      skipped: t.skipped,
+      warnings: t.warnings,
+      errors: t.errors,
+      xfail: t.xfail,
+      xpass: t.xpass,
+    },
+    ...(data.baseline
+      ? { baseline: { file: data.baseline.file, staleEntries: data.baseline.stale, unknownEntries: data.baseline.unknown, updated: Boolean(data.baseline.updated) } }
+      : {}),
+    unexpectedFailures: data.suggestions,
+    checks,
+  };
+}
+
+export function renderJson(data: ReportData): string {
+  return JSON.stringify(toDocument(data), null, 2) + '\n';
+}

@@ -1,0 +1,152 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+/**
+ * A scripted model provider on loopback, speaking the subset of the OpenAI Responses API (over
+ * SSE) that Codex uses (shared/reference/driving-real-codex.md). It makes the host call one MCP
+ * tool a fixed number of times per turn, one function call per response, then ends the turn with
+ * a short assistant message. No network beyond 127.0.0.1, no credentials.
+ */
+export interface ScriptedModelOptions {
+  /** The MCP server's name in the host's config: its tools reach the model as namespace `mcp__<server>`. */
+  server: string;
+  tool: string;
+  /** Function calls per turn, one per response, before the closing message. */
+  callsPerTurn: number;
+  /** The JSON arguments of each call. */
+  arguments?: Record<string, unknown>;
+  /** Wait this long before answering with a function call (a real model takes seconds). */
+  thinkMs?: number;
+}
+
+/** One request the host made to the model, summarized for diagnostics. */
+export interface ModelRequest {
+  path: string;
+  /** Namespaces and function names the host offered as tools. */
+  offeredTools: string[];
+  /** What the model answered: a function call id, or 'message'. */
+  answered: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** `mcp__<server>` namespaces and plain function names, as the host offered them. */
+function offeredTools(body: Record<string, unknown>): string[] {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const names: string[] = [];
+  for (const tool of tools) {
+    if (!isObject(tool)) continue;
+    if (tool.type === 'namespace' && typeof tool.name === 'string') {
+      const inner = Array.isArray(tool.tools) ? tool.tools : [];
+      for (const t of inner) if (isObject(t) && typeof t.name === 'string') names.push(`${tool.name}.${t.name}`);
+    } else if (typeof tool.name === 'string') names.push(tool.name);
+  }
+  return names;
+}
+
+/**
+ * How many of this turn's function calls already have an output: the items after the last
+ * message whose role is `user` and whose text is not host-injected context. A turn's history
+ * ends with its own calls and outputs, so counting outputs after the last user prompt works
+ * across turns of one thread.
+ */
+function outputsThisTurn(body: Record<string, unknown>): number {
+  const input = Array.isArray(body.input) ? body.input : [];
+  let lastPrompt = -1;
+  input.forEach((item, index) => {
+    if (isObject(item) && item.type === 'message' && item.role === 'user' && !isHostContext(item)) lastPrompt = index;
+  });
+  return input.slice(lastPrompt + 1).filter((item) => isObject(item) && item.type === 'function_call_output').length;
+}
+
+/** Codex injects environment context and instructions as user messages in tags; prompts have none. */
+function isHostContext(item: Record<string, unknown>): boolean {
+  const content = Array.isArray(item.content) ? item.content : [];
+  const text = content.map((c) => (isObject(c) && typeof c.text === 'string' ? c.text : '')).join('');
+  return /^\s*<[a-z_]+[\s>]/.test(text) || text.includes('<environment_context>');
+}
+
+export class ScriptedModel {
+  private server?: Server;
+  private calls = 0;
+  private responses = 0;
+  readonly requests: ModelRequest[] = [];
+
+  constructor(private readonly options: ScriptedModelOptions) {}
+
+  /** `http://127.0.0.1:PORT/v1`, for the host's `base_url`. */
+  baseUrl = '';
+
+  get namespace(): string {
+    return `mcp__${this.options.server}`;
+  }
+
+  async start(): Promise<string> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    if (!address || typeof address === 'string') throw new Error('scripted model: no port');
+    this.baseUrl = `http://127.0.0.1:${address.port}/v1`;
+    return this.baseUrl;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+    if (req.method === 'GET' && path.endsWith('/models')) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ models: [], data: [] }));
+      return;
+    }
+    if (req.method !== 'POST' || !path.endsWith('/responses')) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `not scripted: ${req.method} ${path}` } }));
+      return;
+    }
+    let body: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      if (isObject(parsed)) body = parsed;
+    } catch {
+      // answered below like any request; the diagnostics show an empty tool list
+    }
+    const offered = offeredTools(body);
+    const wanted = `${this.namespace}.${this.options.tool}`;
+    const responseId = `resp_${++this.responses}`;
+    let item: Record<string, unknown>;
+    if (outputsThisTurn(body) < this.options.callsPerTurn && offered.includes(wanted)) {
+      const n = ++this.calls;
+      item = {
+        type: 'function_call',
+        id: `fc_${n}`,
+        call_id: `call_${n}`,
+        namespace: this.namespace,
+        name: this.options.tool,
+        arguments: JSON.stringify(this.options.arguments ?? { note: `call ${n}` }),
+      };
+    } else {
+      const text = offered.includes(wanted) ? 'done' : `the host did not offer ${wanted}; offered: ${offered.join(', ') || 'nothing'}`;
+      item = { type: 'message', role: 'assistant', id: `msg_${this.responses}`, content: [{ type: 'output_text', text }] };
+    }
+    this.requests.push({ path, offeredTools: offered, answered: item.type === 'function_call' ? String(item.call_id) : 'message' });
+    if (item.type === 'function_call' && this.options.thinkMs) await new Promise((r) => setTimeout(r, this.options.thinkMs));
+    const usage = { input_tokens: 1, input_tokens_details: null, output_tokens: 1, output_tokens_details: null, total_tokens: 2 };
+    const events: [string, unknown][] = [
+      ['response.created', { type: 'response.created', response: { id: responseId } }],
+      ['response.output_item.done', { type: 'response.output_item.done', output_index: 0, item }],
+      ['response.completed', { type: 'response.completed', response: { id: responseId, usage } }],
+    ];
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.end(events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join(''));
+  }
+}

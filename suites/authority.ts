@@ -1,0 +1,247 @@
+import { renderArguments, readPath } from '../harness/exec-adapter.js';
+import { isRefusal, type RawOutcome } from '../harness/host-session.js';
+import { shellQuote, type Observations } from '../harness/observers.js';
+import { carriesNonce, judgeFailClosed, launchesOf, probeRan, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
+import { couldNotRun, fail, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export const argumentsNotAuthority: CheckDef = {
+  id: 'authority/arguments-are-not-authority',
+  rule: 'AUTH-1',
+  level: 'MUST',
+  title: 'ignores a state or launcher smuggled into the tool arguments',
+  summary:
+    'Tool arguments come from the model. A sandbox state, a launcher or a _meta-like object inside `arguments` is never used; only the request _meta counts. Rejecting the unknown arguments is fine. Source: CONTRACT.md §3 AUTH-1.',
+  why: 'A model (or a prompt injection) could otherwise widen its own sandbox or pick the binary that runs its command.',
+  typicalMistake: 'Merging arguments and _meta into one options object, or accepting a codexExecutable argument "for testing".',
+  fix: 'Read codex/sandbox-state and codex/sandbox-launcher from the request _meta only.',
+  needs: ['exec', 'opt-in'],
+};
+
+export const noCachedResults: CheckDef = {
+  id: 'authority/no-result-reuse-across-state',
+  rule: 'AUTH-2',
+  level: 'MUST',
+  title: 'repeating a call under a different state launches again under that state',
+  summary:
+    'A result produced under one authority is not handed out for a call with another: the same exec call repeated with a different state must run again, under the new state (or be refused). Source: CONTRACT.md §3 AUTH-2.',
+  why: 'A cache keyed on the arguments alone replays what one sandbox allowed to a caller in another.',
+  typicalMistake: 'Memoizing tool results by their arguments.',
+  fix: 'Do not cache exec results, or include the exact state and launcher in the cache key.',
+  needs: ['exec', 'opt-in'],
+};
+
+const sessionCheck = (id: string, title: string, changed: string): CheckDef => ({
+  id,
+  rule: 'AUTH-2',
+  level: 'MUST',
+  title,
+  summary: `A long-lived subprocess belongs to the authority it was started under. This check opens a session, then sends it a command with ${changed}: the server must refuse, or run it in a fresh launch under the new authority, never in the old process. Source: CONTRACT.md §3 AUTH-2.`,
+  why: 'The old process keeps the old sandbox; reusing it for a call with another policy runs that call under a policy Codex did not send.',
+  typicalMistake: 'Looking sessions up by id only.',
+  fix: 'Store the state JSON and launcher path with each session; on every call compare them and refuse (or restart) on any difference.',
+  needs: ['exec', 'opt-in', 'session'],
+});
+
+export const sessionStateChange = sessionCheck('authority/session-state-change', 'a session is not reused after the state changes', 'a different state');
+export const sessionLauncherChange = sessionCheck(
+  'authority/session-launcher-change',
+  'a session is not reused after the launcher changes',
+  'the same state but a different launcher path',
+);
+
+export const concurrentCalls: CheckDef = {
+  id: 'authority/concurrent-calls-isolated',
+  rule: 'AUTH-3',
+  level: 'SHOULD',
+  title: 'concurrent calls with different states each launch with their own',
+  summary: 'Calls in flight at the same time never see each other\'s state: each launch carries the state of the call that asked for it. Source: CONTRACT.md §3 AUTH-3.',
+  why: 'Codex can run several tool calls at once; a shared "current state" lets one call run under another\'s policy.',
+  typicalMistake: 'Keeping the latest state in a global or per-connection variable.',
+  fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
+  needs: ['exec', 'opt-in'],
+};
+
+/** The check passes when the launch carried `expected`; a refusal passes when the control shows the tool works. */
+async function judgeRanUnder(ctx: ScenarioContext, outcome: RawOutcome, nonce: string, observations: Observations, expected: unknown, what: string): Promise<Verdict> {
+  const launches = launchesOf(observations, nonce);
+  if (launches.length === 0) {
+    const verdict = await judgeFailClosed({ nonce, command: [], arguments: undefined, outcome }, observations, ctx.control());
+    return verdict.status === 'pass' ? pass('the server refused the call') : verdict;
+  }
+  const received = stateInArgv(launches.at(-1)!.argv);
+  const diff = structuralDiff(expected, received);
+  if (diff.length === 0) return pass();
+  return fail(`${what}: the launch did not carry the state from _meta`, { expected, actual: received, diff });
+}
+
+const argumentsScenario: Scenario = {
+  id: argumentsNotAuthority.id,
+  title: argumentsNotAuthority.title,
+  checks: [argumentsNotAuthority],
+  needs: argumentsNotAuthority.needs,
+  transports: ['stdio'],
+  run: async (ctx) => {
+    const trap = await ctx.observers.trap('launcher-in-arguments');
+    const permissive = { ...ctx.state, permissionProfile: { type: 'disabled' }, conformanceFromArguments: true };
+    const smuggled = {
+      codexExecutable: trap,
+      sandboxState: permissive,
+      'codex/sandbox-state': permissive,
+      'codex/sandbox-launcher': { codexExecutable: trap },
+      _meta: { 'codex/sandbox-state': permissive, 'codex/sandbox-state-meta': permissive, 'codex/sandbox-launcher': { codexExecutable: trap } },
+    };
+    if (!isObject(renderArguments(ctx.exec?.arguments, []))) {
+      return new Map([[argumentsNotAuthority.id, couldNotRun('the exec arguments template is not an object, so nothing can be smuggled into it')]]);
+    }
+    const probe = await ctx.execProbe(ctx.codexEntries(), smuggled);
+    const observations = await ctx.observe();
+    const fired = observations.trapCalls.filter((t) => t.trap === 'launcher-in-arguments');
+    if (fired.length > 0) {
+      return new Map([[argumentsNotAuthority.id, fail('the server executed the codexExecutable named in the tool arguments', {
+        expected: { executed: 'the _meta launcher only' },
+        actual: { ...(summarizeOutcome(probe.outcome) as object), executedFromArguments: fired.map((t) => t.argv.join(' ')) },
+      })]]);
+    }
+    return new Map([[argumentsNotAuthority.id, await judgeRanUnder(ctx, probe.outcome, probe.nonce, observations, ctx.state, 'with a permissive state in the arguments')]]);
+  },
+};
+
+const cacheScenario: Scenario = {
+  id: noCachedResults.id,
+  title: noCachedResults.title,
+  checks: [noCachedResults],
+  needs: noCachedResults.needs,
+  transports: ['stdio'],
+  run: async (ctx) => {
+    const first = await ctx.execProbe(ctx.codexEntries());
+    const changed = { ...ctx.state, permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' }, conformanceSecondCall: true };
+    const second = await ctx.execProbe(ctx.codexEntries(changed), undefined, first.nonce);
+    const observations = await ctx.observe();
+    const launches = launchesOf(observations, first.nonce);
+    let verdict: Verdict;
+    if (launches.length === 0) verdict = couldNotRun('the first call launched nothing (see forwarding/codex-call checks)');
+    else if (launches.length === 1 && !isRefusal(second.outcome)) {
+      verdict = fail('the repeated call under a different state did not launch again: its result was reused', {
+        expected: { launches: 2, secondState: changed },
+        actual: { launches: launches.length, secondResponse: summarizeOutcome(second.outcome) },
+      });
+    } else verdict = await judgeRanUnder(ctx, second.outcome, first.nonce, launches.length === 1 ? { ...observations, launches: [] } : observations, changed, 'the repeated call');
+    return new Map([[noCachedResults.id, verdict]]);
+  },
+};
+
+const concurrentScenario: Scenario = {
+  id: concurrentCalls.id,
+  title: concurrentCalls.title,
+  checks: [concurrentCalls],
+  needs: concurrentCalls.needs,
+  transports: ['stdio'],
+  run: async (ctx) => {
+    const states = [1, 2, 3, 4].map((call) => ({ ...ctx.state, conformanceCall: call }));
+    const probes = await Promise.all(states.map((state) => ctx.execProbe(ctx.codexEntries(state))));
+    const observations = await ctx.observe();
+    const mixups: string[] = [];
+    probes.forEach((probe, i) => {
+      const launch = launchesOf(observations, probe.nonce)[0];
+      const received = launch ? stateInArgv(launch.argv) : undefined;
+      if (!launch) mixups.push(`call ${i + 1}: no launch`);
+      else if (!isObject(received) || received.conformanceCall !== i + 1) {
+        mixups.push(`call ${i + 1} launched with the state of call ${isObject(received) ? String(received.conformanceCall) : '?'}`);
+      }
+    });
+    const launched = probes.filter((p) => launchesOf(observations, p.nonce).length > 0).length;
+    const verdict =
+      launched === 0
+        ? couldNotRun('none of the concurrent calls launched anything')
+        : mixups.length === 0
+          ? pass()
+          : fail('concurrent calls saw each other\'s state', { expected: 'call N launches with conformanceCall = N', actual: mixups });
+    return new Map([[concurrentCalls.id, verdict]]);
+  },
+};
+
+/** A session runs what it is sent asynchronously: give the probe a moment to leave its marker. */
+async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500): Promise<Observations> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const observations = await ctx.observe();
+    if (probeRan(observations, nonce) || Date.now() > deadline) return observations;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Opens a session under the current authority and sends it commands; see the AUTH-2 session checks. */
+function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
+  return {
+    id: check.id,
+    title: check.title,
+    checks: [check],
+    needs: check.needs,
+    transports: ['stdio'],
+    run: async (ctx) => {
+      const adapter = ctx.sessionAdapter!;
+      const timeout = ctx.options.callTimeoutMs;
+      const one = (verdict: Verdict) => new Map([[check.id, verdict]]);
+      const opened = await ctx.session.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), timeout);
+      if (opened.kind !== 'result' || isRefusal(opened)) return one(couldNotRun(`opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`));
+      const id = readPath(opened.result, adapter.sessionId);
+      if (typeof id !== 'string' && typeof id !== 'number') {
+        return one(couldNotRun(`no session id at "${adapter.sessionId}" in the open result: ${JSON.stringify(opened.result).slice(0, 300)}`));
+      }
+      const send = async (sandbox: ReturnType<ScenarioContext['codexEntries']>) => {
+        const nonce = ctx.observers.newNonce();
+        const line = ctx.observers.probeCommand(nonce).map(shellQuote).join(' ');
+        const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: String(id) });
+        const outcome = await ctx.session.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, timeout);
+        return { nonce, outcome };
+      };
+      // Control: under the same authority, the session runs what it is sent, in its own launch.
+      const same = await send(ctx.codexEntries());
+      let observations = await observeProbe(ctx, same.nonce);
+      const sessionLaunch = observations.launches.find((l) => carriesNonce(l.argv, ctx.observers.sessionShellPath));
+      const controlRun = probeRan(observations, same.nonce);
+      if (!sessionLaunch || !controlRun || controlRun.launchId !== sessionLaunch.id) {
+        return one(couldNotRun(`under the same authority the session did not run the command it was sent inside its launch (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`));
+      }
+      const changedState = { ...ctx.state, permissionProfile: { type: 'disabled' }, conformanceChangedAuthority: true };
+      const entries = changeLauncher
+        ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
+        : ctx.codexEntries(changedState);
+      const changed = await send(entries);
+      observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 300 : 1500);
+      const ran = probeRan(observations, changed.nonce);
+      if (ran && ran.launchId === sessionLaunch.id) {
+        return one(fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
+          expected: 'a refusal, or a fresh launch under the new authority',
+          actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${ran.launchId} (the session's original launch)` },
+        }));
+      }
+      if (!ran) {
+        if (isRefusal(changed.outcome)) return one(pass('the server refused the call'));
+        return one(fail('the call reported success, but the command it carried never ran', { expected: 'a refusal, or the command run under the new authority', actual: summarizeOutcome(changed.outcome) }));
+      }
+      const launch = observations.launches.find((l) => l.id === ran.launchId);
+      if (!launch) return one(fail('the command ran outside any launch', { expected: 'a fresh launch under the new authority', actual: ran }));
+      if (changeLauncher) {
+        return one(
+          launch.launcher === 'b'
+            ? pass('the session restarted under the new launcher')
+            : fail('the command ran in a launch of the old launcher, not the one this call sent', { expected: 'a launch of the new launcher', actual: launch.argv }),
+        );
+      }
+      const diff = structuralDiff(changedState, stateInArgv(launch.argv));
+      return one(diff.length === 0 ? pass('the session restarted under the new state') : fail('the fresh launch did not carry the new state', { expected: changedState, actual: stateInArgv(launch.argv), diff }));
+    },
+  };
+}
+
+export const authorityScenarios: Scenario[] = [
+  argumentsScenario,
+  cacheScenario,
+  concurrentScenario,
+  sessionScenario(sessionStateChange, false),
+  sessionScenario(sessionLauncherChange, true),
+];
