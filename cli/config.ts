@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { checkResourceReadMeta } from '../harness/app-server-rules.js';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
 
 /** A problem with what the user asked for: exit code 2, one line. */
@@ -14,10 +15,12 @@ export interface ConfigFile {
   callTimeoutSec?: number;
   assumeOptIn?: boolean;
   session?: SessionAdapter;
+  /** Caller `_meta` for the resource reads of RES-1; Codex's HOST-3 rule applies to it. */
+  resourceReadMeta?: Record<string, unknown>;
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
-const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session']);
+const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta']);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -71,6 +74,12 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
     config[key] = value;
   }
   if (raw.session !== undefined) config.session = validateSession(raw.session, where('session'));
+  if (raw.resourceReadMeta !== undefined) {
+    // Answered as Codex's app-server would answer it, before anything is sent to the server.
+    const verdict = checkResourceReadMeta(raw.resourceReadMeta, 'target', 0);
+    if (!verdict.ok) throw new UsageError(`${where('resourceReadMeta')}: Codex would refuse this read with ${verdict.code} "${verdict.message}"`);
+    config.resourceReadMeta = raw.resourceReadMeta === null ? undefined : (raw.resourceReadMeta as Record<string, unknown>);
+  }
   if (raw.assumeOptIn !== undefined) {
     if (typeof raw.assumeOptIn !== 'boolean') throw new UsageError(`${where('assumeOptIn')} must be true or false`);
     config.assumeOptIn = raw.assumeOptIn;

@@ -147,6 +147,7 @@ async function main(argv: string[]): Promise<number> {
     },
     realCodex: args.codex ? realCodexPath(args.codex) : undefined,
     session: parseSessionFlag(args.session) ?? config.session,
+    resourceReadMeta: config.resourceReadMeta,
     exec: args['exec-tool']
       ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' }
       : config.exec

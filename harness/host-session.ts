@@ -167,6 +167,13 @@ export class HostSession {
     return this.request('tools/call', { _meta: meta, name, arguments: args }, timeoutMs);
   }
 
+  /** resources/read as Codex forwards it: caller `_meta` (already validated) gets a progress token. */
+  readResource(uri: string, callerMeta: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
+    const params: Record<string, unknown> = { uri };
+    if (callerMeta !== undefined) params._meta = { ...callerMeta, progressToken: this.nextProgressToken++ };
+    return this.request('resources/read', params, timeoutMs);
+  }
+
   close(): Promise<void> {
     this.failAll('closed by the host');
     return this.transport.close();

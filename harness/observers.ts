@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixturesDir } from './paths.js';
+import { privateCodexHome } from './real-codex.js';
 
 /** Single-quotes a string for POSIX sh. */
 export function shellQuote(value: string): string {
@@ -51,6 +52,21 @@ async function install(path: string, templateName: string, values: Record<string
 
 const decodeArgv = (raw: string): string[] => (raw === '' ? [] : raw.replace(/\0$/, '').split('\0'));
 
+/** The directory in the workspace where probes leave markers when they run in the real sandbox. */
+export const MARKER_DIR_NAME = 'mcp-conformance-markers';
+
+/** What the enforcement probe reported: from its marker file, or from its stdout line. */
+export interface EnforcementRun {
+  nonce: string;
+  launchId: string;
+  cwd: string;
+  action: string;
+  /** done | refused | exiting | unknown-action */
+  result: string;
+  detail: string;
+  source: 'marker' | 'stdout';
+}
+
 const CAPABILITY_PROBE = ['sandbox', '--sandbox-state-json', '{}', '--help'];
 
 /**
@@ -68,27 +84,39 @@ export class ScenarioObservers {
     readonly workspaceDir: string,
     readonly sessionShellPath: string,
     private readonly realCodex: string,
+    /**
+     * Where probes leave their markers. With a real Codex the probe runs inside the real sandbox,
+     * which only lets it write inside the state's writable roots: the markers then go to a
+     * directory inside the workspace (the state's cwd, writable under the default state). The
+     * launcher and the traps run outside any sandbox and keep writing to `logDir`, which the
+     * sandboxed command cannot reach, so it cannot forge a launch record.
+     */
+    readonly markerDir: string = logDir,
+    /** The private CODEX_HOME the real codex runs with (empty without a real Codex). */
+    private readonly codexHome: string = '',
   ) {}
 
   /** A second fake launcher at another path, same log: for "the launcher changed" scenarios. */
   async secondLauncher(): Promise<string> {
     const dir = join(this.dir, 'launcher-b');
     await mkdir(dir, { recursive: true });
-    return install(join(dir, 'codex'), 'codex-launcher.sh', { LOG_DIR: this.logDir, REAL_CODEX: this.realCodex, LAUNCHER_NAME: 'b' });
+    return install(join(dir, 'codex'), 'codex-launcher.sh', { LOG_DIR: this.logDir, REAL_CODEX: this.realCodex, CODEX_HOME: this.codexHome, LAUNCHER_NAME: 'b' });
   }
 
   static async create(dir: string, options: { realCodex?: string } = {}): Promise<ScenarioObservers> {
     const logDir = join(dir, 'log');
     const pathTrapDir = join(dir, 'path');
     const workspaceDir = join(dir, 'work space');
-    await Promise.all([logDir, pathTrapDir, workspaceDir, join(dir, 'launcher')].map((d) => mkdir(d, { recursive: true })));
+    const markerDir = options.realCodex ? join(workspaceDir, MARKER_DIR_NAME) : logDir;
+    await Promise.all([logDir, pathTrapDir, workspaceDir, markerDir, join(dir, 'launcher')].map((d) => mkdir(d, { recursive: true })));
+    const codexHome = options.realCodex ? privateCodexHome(dir) : '';
     const [launcherPath, , probePath, sessionShellPath] = await Promise.all([
-      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '', LAUNCHER_NAME: 'a' }),
+      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '', CODEX_HOME: codexHome, LAUNCHER_NAME: 'a' }),
       install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
-      install(join(dir, 'probe'), 'probe.sh', { LOG_DIR: logDir }),
+      install(join(dir, 'probe'), 'probe.sh', { LOG_DIR: markerDir }),
       install(join(dir, 'session-shell'), 'session-shell.sh', {}),
     ]);
-    return new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '');
+    return new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '', markerDir, codexHome);
   }
 
   /** Installs an executable trap named `name` and returns its absolute path. */
@@ -119,12 +147,32 @@ export class ScenarioObservers {
     return [this.probePath, nonce, 'two words', "it's"];
   }
 
+  /** Installs (once) the enforcement probe of the real-Codex tier and returns its path. */
+  enforcementProbe(): Promise<string> {
+    this.enforcePath ??= install(join(this.dir, 'enforce'), 'enforce.sh', { LOG_DIR: this.markerDir, NODE: process.execPath });
+    return this.enforcePath;
+  }
+  private enforcePath?: Promise<string>;
+
+  /** What the enforcement probe with this nonce recorded in its marker, if it left one. */
+  async readEnforcement(nonce: string): Promise<EnforcementRun | undefined> {
+    let text: string;
+    try {
+      text = await readFile(join(this.markerDir, `enforce.${nonce}.ran`), 'utf8');
+    } catch {
+      return undefined;
+    }
+    const fields = Object.fromEntries(text.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
+    return { nonce, launchId: fields.launch ?? '', cwd: fields.cwd ?? '', action: fields.action ?? '', result: fields.result ?? '', detail: fields.detail ?? '', source: 'marker' };
+  }
+
   async read(): Promise<Observations> {
-    const names = await readdir(this.logDir);
+    const dirs = [...new Set([this.logDir, this.markerDir])];
+    const names = (await Promise.all(dirs.map(async (dir) => (await readdir(dir)).map((name) => ({ dir, name }))))).flat();
     const observations: Observations = { launches: [], probeRuns: [], trapCalls: [] };
     await Promise.all(
-      names.map(async (name) => {
-        const text = await readFile(join(this.logDir, name), 'utf8');
+      names.map(async ({ dir, name }) => {
+        const text = await readFile(join(dir, name), 'utf8');
         if (name.startsWith('launch-') && name.endsWith('.argv')) {
           const argv = decodeArgv(text);
           const isCapabilityProbe = JSON.stringify(argv) === JSON.stringify(CAPABILITY_PROBE);

@@ -85,6 +85,8 @@ export interface ScenarioContext {
    * nonce repeats an earlier call's arguments exactly.
    */
   execProbe(sandbox: SandboxEntries, extraArguments?: Record<string, unknown>, nonce?: string): Promise<ExecProbe>;
+  /** Caller `_meta` for resource reads (already accepted by Codex's HOST-3 rule), if configured. */
+  readonly resourceReadMeta?: Record<string, unknown>;
   /** The operator's session adapter (checks needing 'session' are skipped without one). */
   readonly sessionAdapter?: SessionAdapter;
   /** Another connection to the target (a fresh server for a started target); closed by the runner. */

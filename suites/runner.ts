@@ -29,6 +29,7 @@ export interface RunPlan {
   select: (checkId: string) => boolean;
   realCodex?: string;
   session?: SessionAdapter;
+  resourceReadMeta?: Record<string, unknown>;
 }
 
 const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
@@ -231,6 +232,7 @@ async function runWithConnection(
     observe: () => observers.read(),
     codexEntries: (s: unknown = state) => (optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
     sessionAdapter: plan.session,
+    resourceReadMeta: plan.resourceReadMeta,
     openConnection,
     execProbe: async (sandbox, extraArguments, givenNonce) => {
       if (!exec) throw new Error('execProbe called without an exec adapter');

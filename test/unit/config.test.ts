@@ -22,6 +22,12 @@ describe('config file', () => {
     expect(() => validateConfig({ exec: { arguments: {} } }, 'f')).toThrow(/"exec" must be/);
     expect(() => validateConfig({ env: { A: 1 } }, 'f')).toThrow(UsageError);
     expect(() => validateConfig({ startupTimeoutSec: -1 }, 'f')).toThrow(/positive number/);
+    expect(() => validateConfig({ resourceReadMeta: { threadId: 't' } }, 'f')).toThrow(
+      /Codex would refuse this read with -32600 "reserved resource read metadata key: threadId"/,
+    );
+    expect(() => validateConfig({ resourceReadMeta: 'x' }, 'f')).toThrow(/invalid type: string "x", expected a map/);
+    expect(validateConfig({ resourceReadMeta: { mine: 1 } }, 'f')).toEqual({ resourceReadMeta: { mine: 1 } });
+    expect(() => validateConfig({ session: { open: { tool: 'o' }, send: { tool: 's', arguments: {} }, sessionId: 'id' } }, 'f')).toThrow(/{{sessionId}}/);
   });
 });
 
