@@ -1,6 +1,8 @@
 import { aliasScenarios } from './aliases.js';
 import { authorityScenarios } from './authority.js';
 import { capabilityScenario } from './capability.js';
+import { catalogScenario } from './catalog.js';
+import { enforcementScenarios } from './enforcement.js';
 import { codexCallScenario } from './forwarding.js';
 import { launcherScenarios } from './launcher.js';
 import type { CheckDef, Scenario } from './model.js';
@@ -8,7 +10,7 @@ import { resourceScenario } from './resources.js';
 import { transportScenarios } from './transport.js';
 
 /** Every scenario, in report order. */
-export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, ...aliasScenarios, ...launcherScenarios, ...transportScenarios, ...authorityScenarios, resourceScenario];
+export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, ...aliasScenarios, ...launcherScenarios, ...transportScenarios, ...authorityScenarios, resourceScenario, catalogScenario, ...enforcementScenarios];
 
 /** Every check, in report order, each once. */
 export const allChecks: CheckDef[] = [...new Map(allScenarios.flatMap((s) => s.checks).map((c) => [c.id, c])).values()];

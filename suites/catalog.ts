@@ -1,0 +1,136 @@
+import { TargetStartError } from '../harness/host-session.js';
+import type { Connection } from '../harness/target.js';
+import { structuralDiff, summarizeOutcome } from './judge.js';
+import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
+
+const CACHE_KEY = 'codex/tool-catalog-cache';
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export const sameCatalog: CheckDef = {
+  id: 'catalog/same-across-startups',
+  rule: 'CAT-1',
+  level: 'MUST',
+  title: 'concurrent startups list the same tool catalog',
+  summary: `Several startups in the same scope at once see the same tools/list: Codex may share one catalog among overlapping startups. A server whose catalog differs per connection must opt out with capabilities.experimental["${CACHE_KEY}"] = {"cacheable": false}. Source: CONTRACT.md §3 CAT-1.`,
+  why: 'Otherwise a Codex session can be shown tools that its own connection does not have, or miss tools it does.',
+  typicalMistake: 'Putting per-process or per-connection data (a PID, a port, a session id) into tool names or schemas.',
+  fix: 'Keep the catalog a function of configuration only, or opt out of catalog caching.',
+  needs: [],
+};
+
+export const stableRelist: CheckDef = {
+  id: 'catalog/stable-on-relist',
+  rule: 'CAT-1',
+  level: 'MUST',
+  title: 'a second tools/list on one connection returns the same catalog (or the server said it changed)',
+  summary: 'Listing tools again on the same connection gives the same catalog unless the server sent notifications/tools/list_changed in between. Source: CONTRACT.md §3 CAT-1.',
+  why: 'Codex caches the catalog; a silent change leaves it calling tools that are gone or missing new ones.',
+  typicalMistake: 'Generating tool entries on every request.',
+  fix: 'Build the catalog once; when it does change, send notifications/tools/list_changed.',
+  needs: [],
+};
+
+export const noCacheOptOut: CheckDef = {
+  id: 'catalog/no-cache-opt-out',
+  rule: 'CAT-1',
+  level: 'INFO',
+  title: `does not opt out of tool catalog caching (${CACHE_KEY})`,
+  summary: `Opting out of catalog caching (cacheable: false) is allowed, but Codex documents it for development and testing only. Source: CONTRACT.md §3 CAT-1.`,
+  why: 'A production server relying on the opt-out depends on behaviour Codex does not promise to keep.',
+  typicalMistake: 'Opting out to hide a catalog that varies per connection.',
+  fix: 'Make the catalog the same for every connection and drop the opt-out.',
+  needs: [],
+};
+
+export const startupInBudget: CheckDef = {
+  id: 'catalog/startup-within-timeout',
+  rule: 'CAT-2',
+  level: 'MUST',
+  title: 'initialize + tools/list finish within the startup timeout, also when startups overlap',
+  summary: "Each startup (initialize, then tools/list) completes within Codex's startup timeout (30 s by default, startup_timeout_sec), including when several start at once. Source: CONTRACT.md §3 CAT-2.",
+  why: 'Codex gives up on a server that is not ready in time, and its tools are then missing from the session.',
+  typicalMistake: 'Doing slow work (downloads, indexing, locks shared between instances) before answering initialize.',
+  fix: 'Answer initialize and tools/list first; do slow work lazily.',
+  needs: [],
+};
+
+export const startupHeadroom: CheckDef = {
+  id: 'catalog/startup-headroom',
+  rule: 'CAT-2',
+  level: 'INFO',
+  title: 'the slowest overlapping startup uses at most half the startup timeout',
+  summary: 'A startup that takes more than half the budget here is at risk on a slower or busier machine. Source: CONTRACT.md §3 CAT-2.',
+  why: 'Headroom is what keeps a server inside the timeout in CI and on laptops.',
+  typicalMistake: 'Measuring startup only on a fast, idle machine.',
+  fix: 'Profile the startup path; load heavy modules lazily.',
+  needs: [],
+};
+
+const CONCURRENT_STARTUPS = 3;
+
+export const catalogScenario: Scenario = {
+  id: 'catalog/startups',
+  title: 'several startups at once, each listing tools',
+  checks: [sameCatalog, stableRelist, noCacheOptOut, startupInBudget, startupHeadroom],
+  needs: [],
+  transports: ['stdio', 'http'],
+  run: async (ctx) => {
+    const budget = ctx.options.startupTimeoutMs;
+    const verdicts = new Map<string, Verdict>();
+
+    // A second listing on the first connection.
+    const again = await ctx.session.request('tools/list', { _meta: { progressToken: 99 } }, ctx.options.callTimeoutMs);
+    const changedNotice = ctx.session.transcript.entries.some(
+      (e) => e.dir === 'server->host' && (e.message as { method?: unknown }).method === 'notifications/tools/list_changed',
+    );
+    const relisted = again.kind === 'result' && isObject(again.result) && Array.isArray(again.result.tools) ? again.result.tools : undefined;
+    if (!relisted) verdicts.set(stableRelist.id, fail('the second tools/list failed', { expected: 'the same catalog', actual: summarizeOutcome(again) }));
+    else {
+      const diff = structuralDiff({ tools: ctx.handshake.tools }, { tools: relisted });
+      verdicts.set(
+        stableRelist.id,
+        diff.length === 0 || changedNotice ? pass(changedNotice ? 'the server announced a change' : undefined) : fail('the catalog changed between two listings without notifications/tools/list_changed', { diff }),
+      );
+    }
+
+    // Overlapping startups, each with its own connection (and server process, when the suite starts it).
+    const started = await Promise.allSettled(Array.from({ length: CONCURRENT_STARTUPS }, () => ctx.openConnection()));
+    const ok = started.filter((s): s is PromiseFulfilledResult<Connection> => s.status === 'fulfilled').map((s) => s.value);
+    const failures = started.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => (s.reason as Error).message);
+    const times = [ctx.handshake.startupMs, ...ok.map((c) => c.handshake.startupMs)];
+    const slowest = Math.max(...times);
+    const timing = `startups took ${times.join(', ')} ms (budget ${budget} ms)`;
+    if (failures.length > 0) {
+      const timedOut = started.some((s) => s.status === 'rejected' && s.reason instanceof TargetStartError);
+      verdicts.set(startupInBudget.id, fail(`${failures.length} of ${CONCURRENT_STARTUPS} overlapping startups did not complete${timedOut ? ' in time' : ''}`, { expected: `each within ${budget} ms`, actual: failures }));
+      verdicts.set(startupHeadroom.id, fail(`an overlapping startup did not finish within the budget (${budget} ms)`, { actual: failures }));
+    } else {
+      verdicts.set(startupInBudget.id, pass(timing));
+      verdicts.set(startupHeadroom.id, slowest <= budget / 2 ? pass(timing) : fail(`the slowest startup took ${slowest} ms, more than half the ${budget} ms budget`, { actual: times }));
+    }
+
+    const optedOut = [ctx.handshake, ...ok.map((c) => c.handshake)].some((h) => {
+      const experimental = isObject(h.initializeResult.capabilities) ? h.initializeResult.capabilities.experimental : undefined;
+      const cache = isObject(experimental) ? experimental[CACHE_KEY] : undefined;
+      return isObject(cache) && cache.cacheable === false;
+    });
+    if (optedOut) {
+      verdicts.set(sameCatalog.id, notApplicable(`the server opted out of catalog caching (${CACHE_KEY}: {"cacheable": false})`));
+      verdicts.set(noCacheOptOut.id, fail(`the server opts out of catalog caching; Codex documents ${CACHE_KEY} for development and testing only`));
+    } else {
+      verdicts.set(noCacheOptOut.id, pass());
+      const catalogs = [ctx.handshake.tools, ...ok.map((c) => c.handshake.tools)];
+      const diffs = catalogs.slice(1).map((tools, i) => ({ startup: i + 2, diff: structuralDiff({ tools: catalogs[0] }, { tools }) })).filter((d) => d.diff.length > 0);
+      verdicts.set(
+        sameCatalog.id,
+        diffs.length === 0
+          ? pass()
+          : fail(`${diffs.length} of ${catalogs.length - 1} other startups listed a different catalog than the first`, {
+              diff: diffs.flatMap((d) => [`startup ${d.startup} vs startup 1:`, ...d.diff.map((line) => `  ${line}`)]),
+            }),
+      );
+    }
+    return verdicts;
+  },
+};
