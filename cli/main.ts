@@ -9,18 +9,12 @@ import { killAllLiveGroups } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios } from '../suites/index.js';
 import { removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
 import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, parseSessionFlag, UsageError } from './config.js';
-import { exitCodeFor, EXIT } from './exit-codes.js';
-import { renderHuman } from './reporters/human.js';
+import { EXIT } from './exit-codes.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
+import { emitResults, resultOptions } from './results.js';
 import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound } from './target.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-
-const useColor = (flag: boolean | undefined): boolean => {
-  if (flag !== undefined) return flag;
-  if ('NO_COLOR' in process.env && process.env.NO_COLOR !== '') return false;
-  return Boolean(process.stdout.isTTY);
-};
 
 function onSignal(signal: NodeJS.Signals, code: number): void {
   process.once(signal, () => {
@@ -96,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
 
   // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
   // server's own flags reach the server), which also stops it from seeing commands.
+  if (argv[0] === 'host') return (await import('./host.js')).runHostMode(argv.slice(1));
   if (argv[0] === 'list') {
     if (argv.length > 1) throw new UsageError('list takes no arguments');
     process.stdout.write(renderList(allChecks));
@@ -109,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
 
-  const args = await parser.parseAsync();
+  const args = await resultOptions(parser).parseAsync();
   if (args.help || args.version) return EXIT.ok;
   const positional = (args._ as (string | number)[]).map(String);
   const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
@@ -163,14 +158,13 @@ async function main(argv: string[]): Promise<number> {
     select: (id) => selected.some((c) => c.id === id),
   };
 
-  onSignal('SIGINT', 130);
-  onSignal('SIGTERM', 143);
   const report = await runSuite(plan, allScenarios);
   const targetText = [command.join(' '), args.url ?? args['http-command'] ?? ''].filter(Boolean).join(' + HTTP: ');
-  process.stdout.write(renderHuman(report, { color: useColor(args.color), target: targetText, version, checks: allChecks }));
-  return exitCodeFor(report);
+  return emitResults(report, args, { target: targetText, version, checks: allChecks });
 }
 
+onSignal('SIGINT', 130);
+onSignal('SIGTERM', 143);
 main(hideBin(process.argv)).then(
   (code) => {
     process.exitCode = code;

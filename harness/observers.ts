@@ -133,6 +133,13 @@ export class ScenarioObservers {
     return path;
   }
 
+  /** Another workspace directory, so that a state can be told apart by its sandboxCwd alone. */
+  async workspaceVariant(name: string): Promise<string> {
+    const dir = join(this.dir, `work space ${name}`);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  }
+
   /** An absolute launcher path where no file exists. */
   missingLauncherPath(): string {
     return join(this.dir, 'missing', 'codex');

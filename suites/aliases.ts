@@ -1,5 +1,6 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { judgeFailClosed, judgeStateReachedLaunch, launchesOf, stateInArgv, structuralDiff } from './judge.js';
+import { pathToFileURL } from 'node:url';
+import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchesOf } from './judge.js';
 import { fail, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 
@@ -59,23 +60,32 @@ const conflictScenario: Scenario = {
   needs: conflictPrefersCurrent.needs,
   transports: ['stdio'],
   run: async (ctx) => {
-    // Each value has a field the other lacks, so a merge in either direction shows.
-    const current = { ...ctx.state, conformanceAlias: 'current', conformanceCurrentOnly: true };
-    const deprecated = { ...ctx.state, conformanceAlias: 'deprecated', conformanceDeprecatedOnly: true };
+    // Each value has its own workspace (told apart by sandboxCwd) and a field the other lacks,
+    // so a merge shows even when the forwarder also drops or reorders fields.
+    const variant = async (name: string, extra: Record<string, unknown>) => ({
+      ...ctx.state,
+      ...extra,
+      sandboxCwd: pathToFileURL(await ctx.observers.workspaceVariant(name)).href,
+    });
+    const current = await variant('current key', { conformanceCurrentOnly: true });
+    const deprecated = await variant('deprecated key', { conformanceDeprecatedOnly: true });
     const probe = await ctx.execProbe({ ...ctx.codexEntries(), state: current, stateDeprecated: deprecated });
     const observations = await ctx.observe();
-    const launch = launchesOf(observations, probe.nonce)[0];
+    // Whichever codex ran (the given launcher, or a trap: LAUNCH-1's finding), judge what it got.
+    const launch =
+      launchesOf(observations, probe.nonce)[0] ?? observations.trapCalls.find((t) => carriesNonce(t.argv, probe.nonce));
     let verdict: Verdict;
     if (!launch) {
       verdict = await judgeFailClosed(probe, observations, ctx.control());
       if (verdict.status === 'pass') verdict = pass('the server refused the conflicting call');
+    } else if (carriesState(launch.argv, deprecated)) {
+      verdict = fail(`with conflicting keys the server forwarded the ${STATE_KEY_DEPRECATED} value`, { expected: current, actual: launch.argv });
+    } else if (launch.argv.some((arg) => arg.includes('conformanceDeprecatedOnly'))) {
+      verdict = fail('with conflicting keys the server forwarded a merge of both values', { expected: current, actual: launch.argv });
+    } else if (carriesState(launch.argv, current)) {
+      verdict = pass();
     } else {
-      const received = stateInArgv(launch.argv);
-      if (structuralDiff(current, received).length === 0) verdict = pass();
-      else {
-        const which = structuralDiff(deprecated, received).length === 0 ? `the ${STATE_KEY_DEPRECATED} value` : 'neither value as sent (a merge?)';
-        verdict = fail(`with conflicting keys the server forwarded ${which}`, { expected: current, actual: received, diff: structuralDiff(current, received) });
-      }
+      verdict = fail('with conflicting keys the launch carried neither value', { expected: current, actual: launch.argv });
     }
     return new Map<string, Verdict>([[conflictPrefersCurrent.id, verdict]]);
   },

@@ -1,7 +1,8 @@
 import { renderArguments, readPath } from '../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../harness/host-session.js';
 import { shellQuote, type Observations } from '../harness/observers.js';
-import { carriesNonce, judgeFailClosed, launchesOf, probeRan, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
+import { pathToFileURL } from 'node:url';
+import { carriesNonce, carriesState, judgeFailClosed, launchesOf, probeRan, summarizeOutcome } from './judge.js';
 import { couldNotRun, fail, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -64,17 +65,33 @@ export const concurrentCalls: CheckDef = {
   needs: ['exec', 'opt-in'],
 };
 
+/** The scenario's state with its own workspace (so launches can tell it apart) and some changes. */
+async function variantState(ctx: ScenarioContext, name: string, changes: Record<string, unknown>): Promise<Record<string, unknown>> {
+  return { ...ctx.state, ...changes, sandboxCwd: pathToFileURL(await ctx.observers.workspaceVariant(name)).href };
+}
+
 /** The check passes when the launch carried `expected`; a refusal passes when the control shows the tool works. */
-async function judgeRanUnder(ctx: ScenarioContext, outcome: RawOutcome, nonce: string, observations: Observations, expected: unknown, what: string): Promise<Verdict> {
+async function judgeRanUnder(
+  ctx: ScenarioContext,
+  outcome: RawOutcome,
+  nonce: string,
+  observations: Observations,
+  expected: Record<string, unknown>,
+  what: string,
+): Promise<Verdict> {
   const launches = launchesOf(observations, nonce);
   if (launches.length === 0) {
+    const facts = await ctx.control();
+    if (!facts.works) return couldNotRun(`nothing launched, and the exec tool does not launch even with everything Codex sends (${facts.detail})`);
     const verdict = await judgeFailClosed({ nonce, command: [], arguments: undefined, outcome }, observations, ctx.control());
     return verdict.status === 'pass' ? pass('the server refused the call') : verdict;
   }
-  const received = stateInArgv(launches.at(-1)!.argv);
-  const diff = structuralDiff(expected, received);
-  if (diff.length === 0) return pass();
-  return fail(`${what}: the launch did not carry the state from _meta`, { expected, actual: received, diff });
+  const launch = launches.at(-1)!;
+  if (carriesState(launch.argv, expected)) return pass();
+  return fail(`${what}: the launch did not carry the state from _meta (sandboxCwd ${JSON.stringify(expected.sandboxCwd)})`, {
+    expected,
+    actual: launch.argv,
+  });
 }
 
 const argumentsScenario: Scenario = {
@@ -85,7 +102,7 @@ const argumentsScenario: Scenario = {
   transports: ['stdio'],
   run: async (ctx) => {
     const trap = await ctx.observers.trap('launcher-in-arguments');
-    const permissive = { ...ctx.state, permissionProfile: { type: 'disabled' }, conformanceFromArguments: true };
+    const permissive = await variantState(ctx, 'from arguments', { permissionProfile: { type: 'disabled' } });
     const smuggled = {
       codexExecutable: trap,
       sandboxState: permissive,
@@ -117,7 +134,7 @@ const cacheScenario: Scenario = {
   transports: ['stdio'],
   run: async (ctx) => {
     const first = await ctx.execProbe(ctx.codexEntries());
-    const changed = { ...ctx.state, permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' }, conformanceSecondCall: true };
+    const changed = await variantState(ctx, 'second call', { permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' } });
     const second = await ctx.execProbe(ctx.codexEntries(changed), undefined, first.nonce);
     const observations = await ctx.observe();
     const launches = launchesOf(observations, first.nonce);
@@ -140,16 +157,16 @@ const concurrentScenario: Scenario = {
   needs: concurrentCalls.needs,
   transports: ['stdio'],
   run: async (ctx) => {
-    const states = [1, 2, 3, 4].map((call) => ({ ...ctx.state, conformanceCall: call }));
+    const states = await Promise.all([1, 2, 3, 4].map((call) => variantState(ctx, `call ${call}`, {})));
     const probes = await Promise.all(states.map((state) => ctx.execProbe(ctx.codexEntries(state))));
     const observations = await ctx.observe();
     const mixups: string[] = [];
     probes.forEach((probe, i) => {
       const launch = launchesOf(observations, probe.nonce)[0];
-      const received = launch ? stateInArgv(launch.argv) : undefined;
       if (!launch) mixups.push(`call ${i + 1}: no launch`);
-      else if (!isObject(received) || received.conformanceCall !== i + 1) {
-        mixups.push(`call ${i + 1} launched with the state of call ${isObject(received) ? String(received.conformanceCall) : '?'}`);
+      else if (!carriesState(launch.argv, states[i]!)) {
+        const other = states.findIndex((state) => carriesState(launch.argv, state));
+        mixups.push(`call ${i + 1} launched with ${other >= 0 ? `the state of call ${other + 1}` : 'a state it was not sent'}`);
       }
     });
     const launched = probes.filter((p) => launchesOf(observations, p.nonce).length > 0).length;
@@ -206,7 +223,7 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
       if (!sessionLaunch || !controlRun || controlRun.launchId !== sessionLaunch.id) {
         return one(couldNotRun(`under the same authority the session did not run the command it was sent inside its launch (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`));
       }
-      const changedState = { ...ctx.state, permissionProfile: { type: 'disabled' }, conformanceChangedAuthority: true };
+      const changedState = await variantState(ctx, 'changed authority', { permissionProfile: { type: 'disabled' } });
       const entries = changeLauncher
         ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
         : ctx.codexEntries(changedState);
@@ -232,8 +249,11 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
             : fail('the command ran in a launch of the old launcher, not the one this call sent', { expected: 'a launch of the new launcher', actual: launch.argv }),
         );
       }
-      const diff = structuralDiff(changedState, stateInArgv(launch.argv));
-      return one(diff.length === 0 ? pass('the session restarted under the new state') : fail('the fresh launch did not carry the new state', { expected: changedState, actual: stateInArgv(launch.argv), diff }));
+      return one(
+        carriesState(launch.argv, changedState)
+          ? pass('the session restarted under the new state')
+          : fail('the fresh launch did not carry the new state', { expected: changedState, actual: launch.argv }),
+      );
     },
   };
 }

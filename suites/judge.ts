@@ -103,6 +103,20 @@ export function stateInArgv(argv: string[]): unknown {
 }
 
 /**
+ * A state is recognised in a launch by its sandboxCwd, which every scenario makes unique: a known
+ * field survives typed copies and split arguments, so this tells which state a launch got even
+ * when the forwarding itself is faulty (that is FWD-1/FWD-2's finding, not this one's).
+ */
+export const stateMarker = (state: Record<string, unknown>): string => JSON.stringify(state.sandboxCwd);
+
+/** True when some argument before `--` carries the state's marker. */
+export function carriesState(argv: string[], state: Record<string, unknown>): boolean {
+  const separator = argv.indexOf('--');
+  const marker = stateMarker(state);
+  return argv.slice(0, separator < 0 ? argv.length : separator).some((arg) => arg.includes(marker));
+}
+
+/**
  * The server accepted the call and handed the state it was sent to a codex with this probe
  * (ALIAS-1). Fidelity is FWD-2's question and which codex ran is LAUNCH-1's, so this only asks
  * whether the sent state (known by its unique sandboxCwd) reached a launch before `--`.
@@ -112,7 +126,7 @@ export function judgeStateReachedLaunch(probe: ExecProbe, observations: Observat
     ...launchesOf(observations, probe.nonce).map((l) => l.argv),
     ...observations.trapCalls.filter((t) => carriesNonce(t.argv, probe.nonce)).map((t) => t.argv),
   ];
-  const marker = JSON.stringify(state.sandboxCwd);
+  const marker = stateMarker(state);
   const ran = probeRan(observations, probe.nonce);
   const actual = {
     ...(summarizeOutcome(probe.outcome) as object),
@@ -125,11 +139,7 @@ export function judgeStateReachedLaunch(probe: ExecProbe, observations: Observat
       actual,
     });
   }
-  const carriesState = (argv: string[]) => {
-    const separator = argv.indexOf('--');
-    return argv.slice(0, separator < 0 ? argv.length : separator).some((arg) => arg.includes(marker));
-  };
-  if (executions.some(carriesState)) return pass();
+  if (executions.some((argv) => carriesState(argv, state))) return pass();
   return fail(`${what}: the launch did not carry the state that was sent (its sandboxCwd ${marker} is nowhere before "--")`, {
     expected: { stateSent: state },
     actual,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allScenarios } from '../suites/index.js';
 import type { CheckResult } from '../suites/model.js';
@@ -9,25 +10,37 @@ export const referenceServer = join(root, 'fixtures/servers/reference/server.mjs
 export const mutantsServer = join(root, 'fixtures/servers/mutants.mjs');
 export const chaosServer = join(root, 'fixtures/servers/chaos.mjs');
 export const cliPath = join(root, 'dist/cli/main.js');
+/** The reference server's own config: its session adapter. */
+export const referenceConfig = join(root, 'fixtures/servers/reference/mcp-sandbox-conformance.json');
+const referenceSession = JSON.parse(readFileSync(referenceConfig, 'utf8')).session;
+
+export interface PlanVariant {
+  /** Also run the same server over Streamable HTTP (default true). */
+  http?: boolean;
+  env?: Record<string, string>;
+  jobs?: number;
+}
 
 const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
 /** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
-export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, http = true): RunPlan {
+export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}): RunPlan {
+  const { http = true, env = {}, jobs = 2 } = variant;
   const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
     targets: {
-      stdio: { kind: 'stdio', command: process.execPath, args, env: {} },
-      http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', env: {} } : undefined,
+      stdio: { kind: 'stdio', command: process.execPath, args, env },
+      http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', env } : undefined,
     },
+    session: referenceSession,
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, strict: false, ...overrides },
-    jobs: 2,
+    jobs,
     select: () => true,
   };
 }
 
-export async function runAgainst(args: string[], overrides: Partial<RunPlan['options']> = {}) {
-  return runSuite(nodePlan(args, overrides), allScenarios);
+export async function runAgainst(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}) {
+  return runSuite(nodePlan(args, overrides, variant), allScenarios);
 }
 
 export const idsWith = (results: CheckResult[], status: CheckResult['status']) =>
