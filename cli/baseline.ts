@@ -1,5 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import type { Transport } from '../harness/codex-wire.js';
 import type { CheckDef, CheckResult, Status } from '../suites/model.js';
@@ -210,9 +209,4 @@ export function serializeBaseline(entries: BaselineEntry[], format: 'yaml' | 'js
   const doc = new YAML.Document({ version: 1, expectedFailures: entries });
   doc.commentBefore = HEADER.map((line) => ` ${line}`).join('\n');
   return doc.toString({ lineWidth: 0 });
-}
-
-export function writeBaseline(file: string, entries: BaselineEntry[]): void {
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, serializeBaseline(entries, baselineFormat(file)));
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { checkResourceReadMeta } from '../harness/app-server-rules.js';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
+import { isObject } from '../harness/json.js';
 
 /** A problem with what the user asked for: exit code 2, one line. */
 export class UsageError extends Error {}
@@ -22,8 +23,6 @@ export interface ConfigFile {
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
 const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta']);
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Loads --config FILE, or the default file when present. */
 export function loadConfig(path: string | undefined): { config: ConfigFile; path?: string } {

@@ -6,7 +6,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
 import { killAllLiveGroups } from '../harness/stdio-transport.js';
-import { allChecks, allScenarios } from '../suites/index.js';
+import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
 import { removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
 import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, parseSessionFlag, UsageError } from './config.js';
 import { EXIT } from './exit-codes.js';
@@ -93,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'host') return (await import('./host.js')).runHostMode(argv.slice(1));
   if (argv[0] === 'list') {
     if (argv.length > 1) throw new UsageError('list takes no arguments');
-    process.stdout.write(renderList(allChecks));
+    process.stdout.write(renderList(allChecks, transportsOf));
     return EXIT.ok;
   }
   if (argv[0] === 'explain') {

@@ -100,6 +100,7 @@ export function formatTranscript(entries: TranscriptEntry[], maxLineLength = 400
     const record = transcriptRecord(entry);
     const payload =
       'message' in record ? JSON.stringify(record.message) : 'line' in record ? String(record.line) : 'text' in record ? String(record.text).replace(/\n$/, '') : JSON.stringify(record);
-    return `+${String(entry.t).padStart(5)}ms  ${entry.dir.padEnd(13)}  ${clip(payload, maxLineLength).replace(/\n/g, '\n' + ' '.repeat(24))}`;
+    const head = `${`+${entry.t}ms`.padStart(8)}  ${entry.dir.padEnd(13)}  `;
+    return head + clip(payload, maxLineLength).replace(/\n/g, '\n' + ' '.repeat(head.length));
   });
 }

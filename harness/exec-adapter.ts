@@ -1,4 +1,5 @@
 import { shellQuote } from './observers.js';
+import { isObject } from './json.js';
 
 /** How to ask the target to run a command: a tool and an arguments template. */
 export interface ExecAdapter {
@@ -13,8 +14,6 @@ export const EXEC_HINT =
 
 const COMMAND_PROPERTIES = ['command', 'cmd', 'argv'] as const;
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function schemaType(schema: unknown): string | undefined {
   if (!isObject(schema)) return undefined;

@@ -9,6 +9,7 @@ import {
   type Transport as TransportKind,
 } from './codex-wire.js';
 import type { Transcript } from './transcript.js';
+import { isObject } from './json.js';
 
 /** What came back for one request, kept raw so that checks judge what the server really sent. */
 export type RawOutcome =
@@ -40,8 +41,6 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The fake Codex's side of one connection. It owns the JSON-RPC itself (ids from 0, Codex's

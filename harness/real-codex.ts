@@ -122,3 +122,29 @@ export function removePrivateCodexHome(): void {
   if (codexHome) rmSync(codexHome, { recursive: true, force: true });
   codexHome = undefined;
 }
+
+const liveOutsideDirs = new Set<string>();
+let outsideHookInstalled = false;
+
+/**
+ * A fresh directory outside the workspace and outside /tmp (under `scratchBaseOutsideTmp()`, else
+ * `fallbackParent`) for the enforcement probe to try writing into. Removed by `remove()`, or when
+ * the process exits (an interrupted run included).
+ */
+export function makeOutsideDir(fallbackParent: string): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(scratchBaseOutsideTmp() ?? fallbackParent, 'msc-outside-'));
+  liveOutsideDirs.add(path);
+  if (!outsideHookInstalled) {
+    outsideHookInstalled = true;
+    process.once('exit', () => {
+      for (const dir of liveOutsideDirs) rmSync(dir, { recursive: true, force: true });
+    });
+  }
+  return {
+    path,
+    remove: () => {
+      rmSync(path, { recursive: true, force: true });
+      liveOutsideDirs.delete(path);
+    },
+  };
+}

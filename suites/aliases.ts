@@ -1,7 +1,7 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
 import { pathToFileURL } from 'node:url';
 import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchesOf } from './judge.js';
-import { fail, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 
 const aliasCheck = (id: string, title: string, variant: string): CheckDef => ({
@@ -25,21 +25,11 @@ export const deprecatedKeyOnly = aliasCheck(
 );
 
 function aliasScenario(check: CheckDef, entries: (ctx: ScenarioContext) => SandboxEntries): Scenario {
-  return {
-    id: check.id,
-    title: check.title,
-    checks: [check],
-    needs: check.needs,
-    transports: ['stdio'],
-    run: async (ctx) => {
-      const probe = await ctx.execProbe(entries(ctx));
-      const verdict = judgeStateReachedLaunch(probe, await ctx.observe(), ctx.state, `a call with ${check.title.replace(/^launches with the state when /, '')}`);
-      return new Map<string, Verdict>([[check.id, verdict]]);
-    },
-  };
+  return singleCheckScenario(check, async (ctx) => {
+    const probe = await ctx.execProbe(entries(ctx));
+    return judgeStateReachedLaunch(probe, await ctx.observe(), ctx.state, `a call with ${check.title.replace(/^launches with the state when /, '')}`);
+  });
 }
-
-
 
 export const conflictPrefersCurrent: CheckDef = {
   id: 'aliases/conflict-prefers-current',
@@ -53,13 +43,7 @@ export const conflictPrefersCurrent: CheckDef = {
   needs: ['exec', 'opt-in'],
 };
 
-const conflictScenario: Scenario = {
-  id: conflictPrefersCurrent.id,
-  title: conflictPrefersCurrent.title,
-  checks: [conflictPrefersCurrent],
-  needs: conflictPrefersCurrent.needs,
-  transports: ['stdio'],
-  run: async (ctx) => {
+const conflictScenario = singleCheckScenario(conflictPrefersCurrent, async (ctx) => {
     // Each value has its own workspace (told apart by sandboxCwd) and a field the other lacks,
     // so a merge shows even when the forwarder also drops or reorders fields.
     const variant = async (name: string, extra: Record<string, unknown>) => ({
@@ -87,9 +71,8 @@ const conflictScenario: Scenario = {
     } else {
       verdict = fail('with conflicting keys the launch carried neither value', { expected: current, actual: launch.argv });
     }
-    return new Map<string, Verdict>([[conflictPrefersCurrent.id, verdict]]);
-  },
-};
+    return verdict;
+});
 
 export const aliasScenarios: Scenario[] = [
   aliasScenario(currentKeyOnly, (ctx) => ({ ...ctx.codexEntries(), stateDeprecated: undefined })),

@@ -3,10 +3,9 @@ import { isRefusal, type RawOutcome } from '../harness/host-session.js';
 import { shellQuote, type Observations } from '../harness/observers.js';
 import { pathToFileURL } from 'node:url';
 import { carriesNonce, carriesState, judgeFailClosed, launchesOf, probeRan, summarizeOutcome } from './judge.js';
-import { couldNotRun, fail, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { isObject } from '../harness/json.js';
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export const argumentsNotAuthority: CheckDef = {
   id: 'authority/arguments-are-not-authority',
@@ -94,13 +93,7 @@ async function judgeRanUnder(
   });
 }
 
-const argumentsScenario: Scenario = {
-  id: argumentsNotAuthority.id,
-  title: argumentsNotAuthority.title,
-  checks: [argumentsNotAuthority],
-  needs: argumentsNotAuthority.needs,
-  transports: ['stdio'],
-  run: async (ctx) => {
+const argumentsScenario = singleCheckScenario(argumentsNotAuthority, async (ctx) => {
     const trap = await ctx.observers.trap('launcher-in-arguments');
     const permissive = await variantState(ctx, 'from arguments', { permissionProfile: { type: 'disabled' } });
     const smuggled = {
@@ -111,52 +104,37 @@ const argumentsScenario: Scenario = {
       _meta: { 'codex/sandbox-state': permissive, 'codex/sandbox-state-meta': permissive, 'codex/sandbox-launcher': { codexExecutable: trap } },
     };
     if (!isObject(renderArguments(ctx.exec?.arguments, []))) {
-      return new Map([[argumentsNotAuthority.id, couldNotRun('the exec arguments template is not an object, so nothing can be smuggled into it')]]);
+      return couldNotRun('the exec arguments template is not an object, so nothing can be smuggled into it');
     }
     const probe = await ctx.execProbe(ctx.codexEntries(), smuggled);
     const observations = await ctx.observe();
     const fired = observations.trapCalls.filter((t) => t.trap === 'launcher-in-arguments');
     if (fired.length > 0) {
-      return new Map([[argumentsNotAuthority.id, fail('the server executed the codexExecutable named in the tool arguments', {
+      return fail('the server executed the codexExecutable named in the tool arguments', {
         expected: { executed: 'the _meta launcher only' },
         actual: { ...(summarizeOutcome(probe.outcome) as object), executedFromArguments: fired.map((t) => t.argv.join(' ')) },
-      })]]);
+      });
     }
-    return new Map([[argumentsNotAuthority.id, await judgeRanUnder(ctx, probe.outcome, probe.nonce, observations, ctx.state, 'with a permissive state in the arguments')]]);
-  },
-};
+    return judgeRanUnder(ctx, probe.outcome, probe.nonce, observations, ctx.state, 'with a permissive state in the arguments');
+});
 
-const cacheScenario: Scenario = {
-  id: noCachedResults.id,
-  title: noCachedResults.title,
-  checks: [noCachedResults],
-  needs: noCachedResults.needs,
-  transports: ['stdio'],
-  run: async (ctx) => {
+const cacheScenario = singleCheckScenario(noCachedResults, async (ctx) => {
     const first = await ctx.execProbe(ctx.codexEntries());
     const changed = await variantState(ctx, 'second call', { permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' } });
     const second = await ctx.execProbe(ctx.codexEntries(changed), undefined, first.nonce);
     const observations = await ctx.observe();
     const launches = launchesOf(observations, first.nonce);
-    let verdict: Verdict;
-    if (launches.length === 0) verdict = couldNotRun('the first call launched nothing (see forwarding/codex-call checks)');
-    else if (launches.length === 1 && !isRefusal(second.outcome)) {
-      verdict = fail('the repeated call under a different state did not launch again: its result was reused', {
+    if (launches.length === 0) return couldNotRun('the first call launched nothing (see the forwarding checks)');
+    if (launches.length === 1 && !isRefusal(second.outcome)) {
+      return fail('the repeated call under a different state did not launch again: its result was reused', {
         expected: { launches: 2, secondState: changed },
         actual: { launches: launches.length, secondResponse: summarizeOutcome(second.outcome) },
       });
-    } else verdict = await judgeRanUnder(ctx, second.outcome, first.nonce, launches.length === 1 ? { ...observations, launches: [] } : observations, changed, 'the repeated call');
-    return new Map([[noCachedResults.id, verdict]]);
-  },
-};
+    }
+    return judgeRanUnder(ctx, second.outcome, first.nonce, launches.length === 1 ? { ...observations, launches: [] } : observations, changed, 'the repeated call');
+});
 
-const concurrentScenario: Scenario = {
-  id: concurrentCalls.id,
-  title: concurrentCalls.title,
-  checks: [concurrentCalls],
-  needs: concurrentCalls.needs,
-  transports: ['stdio'],
-  run: async (ctx) => {
+const concurrentScenario = singleCheckScenario(concurrentCalls, async (ctx) => {
     const states = await Promise.all([1, 2, 3, 4].map((call) => variantState(ctx, `call ${call}`, {})));
     const probes = await Promise.all(states.map((state) => ctx.execProbe(ctx.codexEntries(state))));
     const observations = await ctx.observe();
@@ -170,15 +148,9 @@ const concurrentScenario: Scenario = {
       }
     });
     const launched = probes.filter((p) => launchesOf(observations, p.nonce).length > 0).length;
-    const verdict =
-      launched === 0
-        ? couldNotRun('none of the concurrent calls launched anything')
-        : mixups.length === 0
-          ? pass()
-          : fail('concurrent calls saw each other\'s state', { expected: 'call N launches with conformanceCall = N', actual: mixups });
-    return new Map([[concurrentCalls.id, verdict]]);
-  },
-};
+    if (launched === 0) return couldNotRun('none of the concurrent calls launched anything');
+    return mixups.length === 0 ? pass() : fail("concurrent calls saw each other's state", { expected: 'call N launches with the state of call N', actual: mixups });
+});
 
 /** A session runs what it is sent asynchronously: give the probe a moment to leave its marker. */
 async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500): Promise<Observations> {
@@ -192,70 +164,62 @@ async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500):
 
 /** Opens a session under the current authority and sends it commands; see the AUTH-2 session checks. */
 function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
-  return {
-    id: check.id,
-    title: check.title,
-    checks: [check],
-    needs: check.needs,
-    transports: ['stdio'],
-    run: async (ctx) => {
-      const adapter = ctx.sessionAdapter!;
-      const timeout = ctx.options.callTimeoutMs;
-      const one = (verdict: Verdict) => new Map([[check.id, verdict]]);
-      const opened = await ctx.session.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), timeout);
-      if (opened.kind !== 'result' || isRefusal(opened)) return one(couldNotRun(`opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`));
-      const id = readPath(opened.result, adapter.sessionId);
-      if (typeof id !== 'string' && typeof id !== 'number') {
-        return one(couldNotRun(`no session id at "${adapter.sessionId}" in the open result: ${JSON.stringify(opened.result).slice(0, 300)}`));
-      }
-      const send = async (sandbox: ReturnType<ScenarioContext['codexEntries']>) => {
-        const nonce = ctx.observers.newNonce();
-        const line = ctx.observers.probeCommand(nonce).map(shellQuote).join(' ');
-        const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: String(id) });
-        const outcome = await ctx.session.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, timeout);
-        return { nonce, outcome };
-      };
-      // Control: under the same authority, the session runs what it is sent, in its own launch.
-      const same = await send(ctx.codexEntries());
-      let observations = await observeProbe(ctx, same.nonce);
-      const sessionLaunch = observations.launches.find((l) => carriesNonce(l.argv, ctx.observers.sessionShellPath));
-      const controlRun = probeRan(observations, same.nonce);
-      if (!sessionLaunch || !controlRun || controlRun.launchId !== sessionLaunch.id) {
-        return one(couldNotRun(`under the same authority the session did not run the command it was sent inside its launch (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`));
-      }
-      const changedState = await variantState(ctx, 'changed authority', { permissionProfile: { type: 'disabled' } });
-      const entries = changeLauncher
-        ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
-        : ctx.codexEntries(changedState);
-      const changed = await send(entries);
-      observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 300 : 1500);
-      const ran = probeRan(observations, changed.nonce);
-      if (ran && ran.launchId === sessionLaunch.id) {
-        return one(fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
-          expected: 'a refusal, or a fresh launch under the new authority',
-          actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${ran.launchId} (the session's original launch)` },
-        }));
-      }
-      if (!ran) {
-        if (isRefusal(changed.outcome)) return one(pass('the server refused the call'));
-        return one(fail('the call reported success, but the command it carried never ran', { expected: 'a refusal, or the command run under the new authority', actual: summarizeOutcome(changed.outcome) }));
-      }
-      const launch = observations.launches.find((l) => l.id === ran.launchId);
-      if (!launch) return one(fail('the command ran outside any launch', { expected: 'a fresh launch under the new authority', actual: ran }));
-      if (changeLauncher) {
-        return one(
-          launch.launcher === 'b'
-            ? pass('the session restarted under the new launcher')
-            : fail('the command ran in a launch of the old launcher, not the one this call sent', { expected: 'a launch of the new launcher', actual: launch.argv }),
-        );
-      }
-      return one(
-        carriesState(launch.argv, changedState)
-          ? pass('the session restarted under the new state')
-          : fail('the fresh launch did not carry the new state', { expected: changedState, actual: launch.argv }),
+  return singleCheckScenario(check, async (ctx) => {
+    const adapter = ctx.sessionAdapter!;
+    const timeout = ctx.options.callTimeoutMs;
+    const opened = await ctx.session.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), timeout);
+    if (opened.kind !== 'result' || isRefusal(opened)) return couldNotRun(`opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`);
+    const id = readPath(opened.result, adapter.sessionId);
+    if (typeof id !== 'string' && typeof id !== 'number') {
+      return couldNotRun(`no session id at "${adapter.sessionId}" in the open result: ${JSON.stringify(opened.result).slice(0, 300)}`);
+    }
+    const send = async (sandbox: ReturnType<ScenarioContext['codexEntries']>) => {
+      const nonce = ctx.observers.newNonce();
+      const line = ctx.observers.probeCommand(nonce).map(shellQuote).join(' ');
+      const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: String(id) });
+      const outcome = await ctx.session.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, timeout);
+      return { nonce, outcome };
+    };
+    // Control: under the same authority, the session runs what it is sent, in its own launch.
+    const same = await send(ctx.codexEntries());
+    let observations = await observeProbe(ctx, same.nonce);
+    const sessionLaunch = observations.launches.find((l) => carriesNonce(l.argv, ctx.observers.sessionShellPath));
+    const controlRun = probeRan(observations, same.nonce);
+    if (!sessionLaunch || !controlRun || controlRun.launchId !== sessionLaunch.id) {
+      return couldNotRun(`under the same authority the session did not run the command it was sent inside its launch (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`);
+    }
+    const changedState = await variantState(ctx, 'changed authority', { permissionProfile: { type: 'disabled' } });
+    const entries = changeLauncher
+      ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
+      : ctx.codexEntries(changedState);
+    const changed = await send(entries);
+    observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 300 : 1500);
+    const ran = probeRan(observations, changed.nonce);
+    if (ran && ran.launchId === sessionLaunch.id) {
+      return fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
+        expected: 'a refusal, or a fresh launch under the new authority',
+        actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${ran.launchId} (the session's original launch)` },
+      });
+    }
+    if (!ran) {
+      if (isRefusal(changed.outcome)) return pass('the server refused the call');
+      return fail('the call reported success, but the command it carried never ran', { expected: 'a refusal, or the command run under the new authority', actual: summarizeOutcome(changed.outcome) });
+    }
+    const launch = observations.launches.find((l) => l.id === ran.launchId);
+    if (!launch) return fail('the command ran outside any launch', { expected: 'a fresh launch under the new authority', actual: ran });
+    if (changeLauncher) {
+      return (
+        launch.launcher === 'b'
+          ? pass('the session restarted under the new launcher')
+          : fail('the command ran in a launch of the old launcher, not the one this call sent', { expected: 'a launch of the new launcher', actual: launch.argv })
       );
-    },
-  };
+    }
+    return (
+      carriesState(launch.argv, changedState)
+        ? pass('the session restarted under the new state')
+        : fail('the fresh launch did not carry the new state', { expected: changedState, actual: launch.argv })
+    );
+  });
 }
 
 export const authorityScenarios: Scenario[] = [

@@ -1,5 +1,6 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
 import { fail, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
+import { isObject } from '../harness/json.js';
 
 const SOURCE = 'CONTRACT.md §1 and §3 (CAP-1, CAP-2)';
 
@@ -27,8 +28,6 @@ export const currentName: CheckDef = {
   needs: [],
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Judged on the raw initialize result, so that what an SDK client would drop is still seen. */
 export function judgeCapabilities(initializeResult: Record<string, unknown>): Map<string, Verdict> {

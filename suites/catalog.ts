@@ -2,10 +2,9 @@ import { TargetStartError } from '../harness/host-session.js';
 import type { Connection } from '../harness/target.js';
 import { structuralDiff, summarizeOutcome } from './judge.js';
 import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
+import { isObject } from '../harness/json.js';
 
 const CACHE_KEY = 'codex/tool-catalog-cache';
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export const sameCatalog: CheckDef = {
   id: 'catalog/same-across-startups',

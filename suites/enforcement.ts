@@ -1,13 +1,14 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderArguments } from '../harness/exec-adapter.js';
 import type { RawOutcome } from '../harness/host-session.js';
 import type { EnforcementRun } from '../harness/observers.js';
-import { scratchBaseOutsideTmp } from '../harness/real-codex.js';
+import { makeOutsideDir } from '../harness/real-codex.js';
 import { launchesOf, stateInArgv, summarizeOutcome } from './judge.js';
-import { couldNotRun, fail, notApplicable, pass, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { couldNotRun, fail, notApplicable, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { isObject } from '../harness/json.js';
 
 /**
  * The enforcement tier (`--codex PATH`): the fake launcher still records every launch, then hands
@@ -17,8 +18,6 @@ import { couldNotRun, fail, notApplicable, pass, type CheckDef, type Scenario, t
  * to do, whatever the forwarding checks could or could not see.
  */
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const NEEDS: CheckDef['needs'] = ['exec', 'opt-in', 'codex'];
 /** The status the exit probe ends with: unusual enough not to be confused with a sandbox error. */
@@ -105,9 +104,8 @@ function reportFromText(outcome: RawOutcome, nonce: string): EnforcementRun | un
   return undefined;
 }
 
-async function runProbe(ctx: ScenarioContext, action: string[]): Promise<EnforcementProbe> {
+async function runProbe(ctx: ScenarioContext, nonce: string, action: string[]): Promise<EnforcementProbe> {
   if (!ctx.exec) throw new Error('enforcement probe without an exec adapter');
-  const nonce = ctx.observers.newNonce();
   const command = [await ctx.observers.enforcementProbe(), nonce, ...action];
   const outcome = await ctx.session.callTool(ctx.exec.tool, renderArguments(ctx.exec.arguments, command), ctx.codexEntries(), ctx.options.callTimeoutMs);
   const observations = await ctx.observe();
@@ -158,7 +156,7 @@ function workspaceOf(ctx: ScenarioContext): string {
 async function judgeWritesInside(ctx: ScenarioContext): Promise<Verdict> {
   const nonce = ctx.observers.newNonce();
   const target = join(workspaceOf(ctx), `enforce-inside-${nonce}`);
-  const probe = await runProbe(ctx, ['write', target]);
+  const probe = await runProbe(ctx, nonce, ['write', target]);
   const written = await readText(target);
   if (written?.trim() === probe.nonce) return pass(`the probe wrote ${target}`);
   if (!probe.report) return noTrace(probe, 'whether it can write in the workspace');
@@ -173,12 +171,11 @@ async function judgeWritesInside(ctx: ScenarioContext): Promise<Verdict> {
 }
 
 async function judgeNoWritesOutside(ctx: ScenarioContext): Promise<Verdict> {
-  const base = scratchBaseOutsideTmp() ?? ctx.observers.dir;
-  const outside = await mkdtemp(join(base, 'msc-outside-'));
+  const outside = makeOutsideDir(ctx.observers.dir);
   try {
     const nonce = ctx.observers.newNonce();
-    const target = join(outside, `enforce-outside-${nonce}`);
-    const probe = await runProbe(ctx, ['write', target]);
+    const target = join(outside.path, `enforce-outside-${nonce}`);
+    const probe = await runProbe(ctx, nonce, ['write', target]);
     const written = await readText(target);
     const expected = { fileOutsideWritableRoots: target, written: false, error: 'Read-only file system' };
     if (written !== undefined) {
@@ -191,7 +188,7 @@ async function judgeNoWritesOutside(ctx: ScenarioContext): Promise<Verdict> {
     if (probe.report.result === 'refused') return pass(`refused: ${probe.report.detail}`);
     return { status: 'error', message: `the probe reported ${JSON.stringify(probe.report.result)} but ${target} does not exist: ${JSON.stringify(account(probe))}` };
   } finally {
-    await rm(outside, { recursive: true, force: true });
+    outside.remove();
   }
 }
 
@@ -213,7 +210,7 @@ async function judgeNoNetwork(ctx: ScenarioContext): Promise<Verdict> {
   if (!isObject(profile) || profile.network !== 'restricted') return notApplicable('the state sent does not restrict the network');
   const listener = await listen();
   try {
-    const probe = await runProbe(ctx, ['connect', '127.0.0.1', String(listener.port)]);
+    const probe = await runProbe(ctx, ctx.observers.newNonce(), ['connect', '127.0.0.1', String(listener.port)]);
     // A connection the listener accepted is the ground truth; let it land before counting.
     await new Promise((resolve) => setTimeout(resolve, 20));
     const expected = { connectionsToListener: 0, probe: 'connection refused (codex denies the socket)' };
@@ -247,7 +244,7 @@ function reportsFailure(outcome: RawOutcome): { reported: boolean; how: string }
 }
 
 async function judgeExitStatus(ctx: ScenarioContext): Promise<Verdict> {
-  const probe = await runProbe(ctx, ['exit', String(PROBE_EXIT_STATUS)]);
+  const probe = await runProbe(ctx, ctx.observers.newNonce(), ['exit', String(PROBE_EXIT_STATUS)]);
   if (!probe.report) return noTrace(probe, 'how its exit status comes back');
   const { reported, how } = reportsFailure(probe.outcome);
   if (probe.outcome.kind === 'timeout' || probe.outcome.kind === 'closed') {
@@ -260,20 +257,9 @@ async function judgeExitStatus(ctx: ScenarioContext): Promise<Verdict> {
   });
 }
 
-function enforcementScenario(check: CheckDef, judge: (ctx: ScenarioContext) => Promise<Verdict>): Scenario {
-  return {
-    id: check.id,
-    title: check.title,
-    checks: [check],
-    needs: check.needs,
-    transports: ['stdio'],
-    run: async (ctx) => new Map<string, Verdict>([[check.id, await judge(ctx)]]),
-  };
-}
-
 export const enforcementScenarios: Scenario[] = [
-  enforcementScenario(writesInsideWorkspace, judgeWritesInside),
-  enforcementScenario(noWritesOutside, judgeNoWritesOutside),
-  enforcementScenario(noNetwork, judgeNoNetwork),
-  enforcementScenario(exitStatus, judgeExitStatus),
+  singleCheckScenario(writesInsideWorkspace, judgeWritesInside),
+  singleCheckScenario(noWritesOutside, judgeNoWritesOutside),
+  singleCheckScenario(noNetwork, judgeNoNetwork),
+  singleCheckScenario(exitStatus, judgeExitStatus),
 ];

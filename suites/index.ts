@@ -14,3 +14,8 @@ export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, 
 
 /** Every check, in report order, each once. */
 export const allChecks: CheckDef[] = [...new Map(allScenarios.flatMap((s) => s.checks).map((c) => [c.id, c])).values()];
+
+/** The transports a check runs over (those of the scenarios that decide it). */
+export function transportsOf(checkId: string): string[] {
+  return [...new Set(allScenarios.filter((s) => s.checks.some((c) => c.id === checkId)).flatMap((s) => s.transports))];
+}

@@ -1,6 +1,6 @@
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../harness/codex-wire.js';
 import { judgeFailClosed } from './judge.js';
-import type { CheckDef, Scenario, ScenarioContext, Verdict } from './model.js';
+import { singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext } from './model.js';
 
 export const runsGivenExecutable: CheckDef = {
   id: 'launcher/runs-given-executable',
@@ -76,18 +76,10 @@ const malformed: Malformed[] = [
 ];
 
 function failClosedScenario(check: CheckDef, entries: (ctx: ScenarioContext) => Promise<SandboxEntries>): Scenario {
-  return {
-    id: check.id,
-    title: check.title,
-    checks: [check],
-    needs: check.needs,
-    transports: ['stdio'],
-    run: async (ctx) => {
-      const probe = await ctx.execProbe(await entries(ctx));
-      const verdict = await judgeFailClosed(probe, await ctx.observe(), ctx.control());
-      return new Map<string, Verdict>([[check.id, verdict]]);
-    },
-  };
+  return singleCheckScenario(check, async (ctx) => {
+    const probe = await ctx.execProbe(await entries(ctx));
+    return judgeFailClosed(probe, await ctx.observe(), ctx.control());
+  });
 }
 
 export const launcherScenarios: Scenario[] = [

@@ -119,3 +119,19 @@ export const fail = (message: string, details: { expected?: unknown; actual?: un
 });
 export const couldNotRun = (message: string): Verdict => ({ status: 'skip', reason: 'could-not-run', message });
 export const notApplicable = (message: string): Verdict => ({ status: 'skip', reason: 'not-applicable', message });
+
+/** A scenario that decides exactly one check: most scenarios are. */
+export function singleCheckScenario(
+  check: CheckDef,
+  judge: (ctx: ScenarioContext) => Promise<Verdict>,
+  transports: Transport[] = ['stdio'],
+): Scenario {
+  return {
+    id: check.id,
+    title: check.title,
+    checks: [check],
+    needs: check.needs,
+    transports,
+    run: async (ctx) => new Map<string, Verdict>([[check.id, await judge(ctx)]]),
+  };
+}

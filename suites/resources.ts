@@ -2,9 +2,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { summarizeOutcome } from './judge.js';
 import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
 import type { RawOutcome } from '../harness/host-session.js';
+import { isObject } from '../harness/json.js';
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The caller `_meta` the suite reads with unless the config names one (it passes Codex's HOST-3 rule). */
 export const DEFAULT_CALLER_META = { 'x-conformance-caller': { purpose: 'RES-1', note: 'caller metadata Codex forwards verbatim' } };

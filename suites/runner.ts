@@ -18,6 +18,7 @@ import {
   type ScenarioContext,
   type Verdict,
 } from './model.js';
+import { isObject } from '../harness/json.js';
 
 export interface RunPlan {
   /** At least one of the two. */
@@ -53,8 +54,6 @@ export interface RunReport {
   durationMs: number;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Codex's opt-in test: either state key under `capabilities.experimental`, with an object value. */
 export function sandboxOptIn(initializeResult: Record<string, unknown>): boolean {

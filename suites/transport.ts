@@ -1,5 +1,5 @@
 import { judgeFailClosed, summarizeOutcome } from './judge.js';
-import { couldNotRun, fail, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario } from './model.js';
 
 export const httpFailsClosed: CheckDef = {
   id: 'transport/http-fails-closed',
@@ -28,44 +28,32 @@ export const httpIgnoresLauncher: CheckDef = {
 };
 
 /** HTTP-1: exactly what Codex sends over HTTP (both state keys, no launcher). */
-const httpFailsClosedScenario: Scenario = {
-  id: httpFailsClosed.id,
-  title: httpFailsClosed.title,
-  checks: [httpFailsClosed],
-  needs: httpFailsClosed.needs,
-  transports: ['http'],
-  run: async (ctx) => {
-    const probe = await ctx.execProbe(ctx.codexEntries());
-    return new Map<string, Verdict>([[httpFailsClosed.id, await judgeFailClosed(probe, await ctx.observe(), ctx.control())]]);
-  },
-};
+const httpFailsClosedScenario = singleCheckScenario(
+  httpFailsClosed,
+  async (ctx) => judgeFailClosed(await ctx.execProbe(ctx.codexEntries()), await ctx.observe(), ctx.control()),
+  ['http'],
+);
 
 /** HTTP-2: a launcher arrives over HTTP anyway, naming an executable trap. */
-const httpIgnoresLauncherScenario: Scenario = {
-  id: httpIgnoresLauncher.id,
-  title: httpIgnoresLauncher.title,
-  checks: [httpIgnoresLauncher],
-  needs: httpIgnoresLauncher.needs,
-  transports: ['http'],
-  run: async (ctx) => {
+const httpIgnoresLauncherScenario = singleCheckScenario(
+  httpIgnoresLauncher,
+  async (ctx) => {
     const trap = await ctx.observers.trap('launcher-over-http');
     const probe = await ctx.execProbe({ ...ctx.codexEntries(), launcher: { codexExecutable: trap } });
     const observations = await ctx.observe();
     // Whether the command then runs some other way is HTTP-1's question; this one is only
     // about the launcher named over HTTP.
     const fired = observations.trapCalls.filter((t) => t.trap === 'launcher-over-http');
-    let verdict: Verdict;
     if (fired.length > 0) {
-      verdict = fail('the server executed the codexExecutable that arrived over HTTP', {
+      return fail('the server executed the codexExecutable that arrived over HTTP', {
         expected: { executed: [] },
         actual: { ...(summarizeOutcome(probe.outcome) as object), executed: fired.map((t) => [trap, ...t.argv].join(' ')) },
       });
-    } else {
-      const facts = await ctx.control();
-      verdict = facts.works ? pass() : couldNotRun(`not executing proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
     }
-    return new Map<string, Verdict>([[httpIgnoresLauncher.id, verdict]]);
+    const facts = await ctx.control();
+    return facts.works ? pass() : couldNotRun(`not executing proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
   },
-};
+  ['http'],
+);
 
 export const transportScenarios: Scenario[] = [httpFailsClosedScenario, httpIgnoresLauncherScenario];

@@ -1,10 +1,21 @@
 import type { CheckDef } from '../../suites/model.js';
 
-/** `list`: one line per check. */
-export function renderList(checks: CheckDef[]): string {
-  const width = Math.max(...checks.map((c) => c.id.length));
-  const lines = checks.map((c) => `${c.id.padEnd(width)}  ${c.rule.padEnd(8)}  ${c.level.padEnd(6)}  needs: ${c.needs.join(', ') || '-'}  ${c.title}`);
-  return `${'check'.padEnd(width)}  rule      level   needs / title\n${lines.join('\n')}\n${checks.length} checks\n`;
+const NEED_TEXT: Record<string, string> = {
+  exec: 'exec tool',
+  'opt-in': 'sandbox opt-in',
+  http: 'HTTP target',
+  session: 'session adapter',
+  resources: 'listed resources',
+  codex: 'real Codex (--codex)',
+};
+
+/** `list`: one line per check: id, rule, level, transports, what it needs, title. */
+export function renderList(checks: CheckDef[], transportsOf: (id: string) => string[]): string {
+  const rows = checks.map((c) => [c.id, c.rule, c.level, transportsOf(c.id).join('+'), c.needs.map((n) => NEED_TEXT[n] ?? n).join(', ') || '-', c.title]);
+  const header = ['check', 'rule', 'level', 'transports', 'needs', 'title'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ');
+  return `${[header, ...rows].map(line).join('\n')}\n${checks.length} checks\n`;
 }
 
 /** `explain <id>`: the rule in our words, why, the usual mistake, the fix. */

@@ -31,6 +31,7 @@ export function summaryLine(t: Tally): string {
     t.warnings ? `${t.warnings} warning${t.warnings === 1 ? '' : 's'}` : '',
     t.errors ? `${t.errors} error${t.errors === 1 ? '' : 's'}` : '',
     t.xfail ? `${t.xfail} expected failure${t.xfail === 1 ? '' : 's'}` : '',
+    t.xpass ? `${t.xpass} unexpectedly passed` : '',
   ].filter(Boolean);
   return [`${t.passed} passed`, `${t.failed} failed`, `${t.skipped} skipped`, ...extra].join(', ');
 }
@@ -65,6 +66,10 @@ export interface HumanOptions {
   target: string;
   version: string;
   checks: CheckDef[];
+  /** Extra lines under a check (cli/results.ts: the baseline entry, --trace transcripts). */
+  details?: (result: CheckResult, indent: string, c: ChalkInstance) => string[];
+  /** Lines just before the tally (cli/results.ts: baseline notes and paste-ready entries). */
+  footer?: (c: ChalkInstance) => string[];
 }
 
 /** The terminal report: one line per check, details under each failure, the tally last. */
@@ -103,9 +108,11 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
       if (result.diff?.length) out.push(...block('diff (expected -> actual):', result.diff.join('\n'), indent));
       if (result.expected !== undefined) out.push(...block('expected:', result.expected, indent));
       if (result.actual !== undefined) out.push(...block('actual:', result.actual, indent));
-      if (def) out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
+      if (def && result.status !== 'xpass') out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
     }
+    if (options.details) out.push(...options.details(result, indent, c));
   }
+  if (options.footer) out.push(...options.footer(c));
   out.push('', summaryLine(tally(report.results)));
   return out.join('\n') + '\n';
 }

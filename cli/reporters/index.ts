@@ -53,7 +53,7 @@ export interface ReportData {
     /** Entries that name no check. */
     unknown: BaselineEntry[];
     /** Set when --update-baseline rewrote the file. */
-    updated?: { entries: number };
+    updated?: { entries: number; added: number };
   };
   /** Paste-ready entries for the failures no baseline entry lists. */
   suggestions: BaselineEntry[];

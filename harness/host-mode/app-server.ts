@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { killProcessGroup } from '../process-group.js';
 import type { HostProgram } from './host-program.js';
+import { trackGroup, untrackGroup } from './live.js';
 
 /** A reply to one app-server request, kept raw. */
 export type AppOutcome =
@@ -53,6 +54,7 @@ export class AppServerClient {
         detached: true,
       });
       this.child = child;
+      trackGroup(child.pid);
       child.stdout!.setEncoding('utf8').on('data', (chunk: string) => this.onData(chunk));
       child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
         if (this.stderr.length < 200_000) this.stderr += chunk;
@@ -175,6 +177,7 @@ export class AppServerClient {
     if (!child) return;
     child.stdin?.end();
     await killProcessGroup(child, 1500);
+    untrackGroup(child.pid);
     this.fail('closed by host mode');
   }
 }

@@ -15,8 +15,8 @@ export interface HostConfig {
   codexHome: string;
   workspace: string;
   modelBaseUrl: string;
-  serverName: string;
-  server: McpServerConfig;
+  /** The MCP servers, by name (the name is the model's namespace `mcp__<name>`). */
+  servers: Record<string, McpServerConfig>;
   sandboxMode: 'read-only' | 'workspace-write' | 'danger-full-access';
 }
 
@@ -32,6 +32,18 @@ export function renderConfig(config: HostConfig): string {
     `model_provider = ${str(PROVIDER)}`,
     `approval_policy = "never"`,
     `sandbox_mode = ${str(config.sandboxMode)}`,
+    // Offline: no update check, analytics, plugin or connector sync (Codex otherwise resolves
+    // api.github.com, chatgpt.com and ab.chatgpt.com at startup).
+    `check_for_update_on_startup = false`,
+    '',
+    `[analytics]`,
+    `enabled = false`,
+    '',
+    `[features]`,
+    `plugins = false`,
+    `remote_plugin = false`,
+    `apps = false`,
+    `in_app_updates = false`,
     '',
     `[model_providers.${PROVIDER}]`,
     `name = "conformance scripted model"`,
@@ -44,19 +56,17 @@ export function renderConfig(config: HostConfig): string {
     '',
     `[projects.${str(config.workspace)}]`,
     `trust_level = "trusted"`,
-    '',
-    `[mcp_servers.${key(config.serverName)}]`,
   ];
-  if (config.server.transport === 'stdio') {
-    lines.push(`command = ${str(config.server.command)}`, `args = [${config.server.args.map(str).join(', ')}]`);
-  } else {
-    lines.push(`url = ${str(config.server.url)}`);
-  }
-  // The tool is annotated readOnlyHint (enough for 0.171.0); 0.169.0 needs this as well.
-  lines.push(`default_tools_approval_mode = "approve"`, `startup_timeout_sec = 30`);
-  if (config.server.transport === 'stdio' && Object.keys(config.server.env).length) {
-    lines.push('', `[mcp_servers.${key(config.serverName)}.env]`);
-    for (const [name, value] of Object.entries(config.server.env)) lines.push(`${key(name)} = ${str(value)}`);
+  for (const [name, server] of Object.entries(config.servers)) {
+    lines.push('', `[mcp_servers.${key(name)}]`);
+    if (server.transport === 'stdio') lines.push(`command = ${str(server.command)}`, `args = [${server.args.map(str).join(', ')}]`);
+    else lines.push(`url = ${str(server.url)}`);
+    // The recording tool is annotated readOnlyHint (enough for 0.171.0); 0.169.0 needs this too.
+    lines.push(`default_tools_approval_mode = "approve"`, `startup_timeout_sec = 30`, `required = true`);
+    if (server.transport === 'stdio' && Object.keys(server.env).length) {
+      lines.push('', `[mcp_servers.${key(name)}.env]`);
+      for (const [envName, value] of Object.entries(server.env)) lines.push(`${key(envName)} = ${str(value)}`);
+    }
   }
   return lines.join('\n') + '\n';
 }

@@ -1,7 +1,6 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
-import { packageRoot } from '../paths.js';
+import { accessSync, constants, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { locateRealCodex } from '../real-codex.js';
 
 /**
  * The host under test: real Codex, or any program with the same CLI subset (`exec
@@ -18,36 +17,15 @@ export interface HostProgram {
 export class HostNotFound extends Error {}
 
 /**
- * The real Codex binary of the `@openai/codex` devDependency: the platform package's vendored
- * executable (`@openai/codex-linux-x64/vendor/<triple>/bin/codex`), which is also the path Codex
- * sends as `codexExecutable` (the npm `codex` shim only starts it). Undefined when not installed.
+ * `--codex PATH`, or when not given the real Codex of the `@openai/codex` devDependency (the
+ * platform package's native binary, found by harness/real-codex.ts; that path, not the npm shim,
+ * is also what Codex sends as `codexExecutable`).
  */
-export function bundledCodexPath(): string | undefined {
-  const triples: Record<string, [string, string]> = {
-    'linux-x64': ['@openai/codex-linux-x64', 'x86_64-unknown-linux-musl'],
-    'linux-arm64': ['@openai/codex-linux-arm64', 'aarch64-unknown-linux-musl'],
-    'darwin-x64': ['@openai/codex-darwin-x64', 'x86_64-apple-darwin'],
-    'darwin-arm64': ['@openai/codex-darwin-arm64', 'aarch64-apple-darwin'],
-  };
-  const platform = triples[`${process.platform}-${process.arch}`];
-  if (!platform) return undefined;
-  try {
-    const fromRoot = createRequire(join(packageRoot(), 'package.json'));
-    const codexPackage = fromRoot.resolve('@openai/codex/package.json');
-    const platformPackage = createRequire(codexPackage).resolve(`${platform[0]}/package.json`);
-    const binary = join(dirname(platformPackage), 'vendor', platform[1], 'bin', 'codex');
-    return existsSync(binary) ? binary : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** `--codex PATH` (or the bundled Codex when not given). */
 export function hostProgram(given: string | undefined): HostProgram {
   if (given === undefined) {
-    const bundled = bundledCodexPath();
-    if (!bundled) throw new HostNotFound('no Codex to check: give --codex PATH (the @openai/codex devDependency is not installed)');
-    return { command: bundled, args: [], display: bundled };
+    const bundled = locateRealCodex();
+    if ('missing' in bundled) throw new HostNotFound(`no Codex to check: give --codex PATH (${bundled.missing})`);
+    return { command: bundled.path, args: [], display: bundled.path };
   }
   const file = resolve(given);
   let isFile = false;

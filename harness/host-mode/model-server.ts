@@ -6,14 +6,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
  * tool a fixed number of times per turn, one function call per response, then ends the turn with
  * a short assistant message. No network beyond 127.0.0.1, no credentials.
  */
-export interface ScriptedModelOptions {
+export interface ScriptedCall {
   /** The MCP server's name in the host's config: its tools reach the model as namespace `mcp__<server>`. */
   server: string;
   tool: string;
-  /** Function calls per turn, one per response, before the closing message. */
-  callsPerTurn: number;
-  /** The JSON arguments of each call. */
-  arguments?: Record<string, unknown>;
+}
+
+export interface ScriptedModelOptions {
+  /** The function calls of every turn, in order, one per response, before the closing message. */
+  calls: ScriptedCall[];
   /** Wait this long before answering with a function call (a real model takes seconds). */
   thinkMs?: number;
 }
@@ -26,6 +27,8 @@ export interface ModelRequest {
   /** What the model answered: a function call id, or 'message'. */
   answered: string;
 }
+
+export const namespaceOf = (server: string): string => `mcp__${server}`;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -76,10 +79,8 @@ export class ScriptedModel {
 
   /** `http://127.0.0.1:PORT/v1`, for the host's `base_url`. */
   baseUrl = '';
-
-  get namespace(): string {
-    return `mcp__${this.options.server}`;
-  }
+  /** Calls the script wanted but the host did not offer the tool for. */
+  readonly problems: string[] = [];
 
   async start(): Promise<string> {
     const server = createServer((req, res) => void this.handle(req, res));
@@ -121,21 +122,26 @@ export class ScriptedModel {
       // answered below like any request; the diagnostics show an empty tool list
     }
     const offered = offeredTools(body);
-    const wanted = `${this.namespace}.${this.options.tool}`;
     const responseId = `resp_${++this.responses}`;
+    const next = this.options.calls[outputsThisTurn(body)];
+    const wanted = next ? `${namespaceOf(next.server)}.${next.tool}` : undefined;
     let item: Record<string, unknown>;
-    if (outputsThisTurn(body) < this.options.callsPerTurn && offered.includes(wanted)) {
+    if (next && wanted && offered.includes(wanted)) {
       const n = ++this.calls;
       item = {
         type: 'function_call',
         id: `fc_${n}`,
         call_id: `call_${n}`,
-        namespace: this.namespace,
-        name: this.options.tool,
-        arguments: JSON.stringify(this.options.arguments ?? { note: `call ${n}` }),
+        namespace: namespaceOf(next.server),
+        name: next.tool,
+        arguments: JSON.stringify({ note: `call ${n}` }),
       };
     } else {
-      const text = offered.includes(wanted) ? 'done' : `the host did not offer ${wanted}; offered: ${offered.join(', ') || 'nothing'}`;
+      let text = 'done';
+      if (wanted) {
+        text = `the host did not offer ${wanted}; it offered: ${offered.join(', ') || 'nothing'}`;
+        this.problems.push(text);
+      }
       item = { type: 'message', role: 'assistant', id: `msg_${this.responses}`, content: [{ type: 'output_text', text }] };
     }
     this.requests.push({ path, offeredTools: offered, answered: item.type === 'function_call' ? String(item.call_id) : 'message' });

@@ -1,0 +1,113 @@
+import type { Status } from '../../suites/model.js';
+import type { ReportedResult } from '../baseline.js';
+import { formatEntries } from '../baseline.js';
+import { transcriptKey } from '../transcripts.js';
+import { summaryLine, tally } from './human.js';
+import { asText, displayName, hasBothTransports, isProblem, truncate, type ReportData } from './index.js';
+
+/**
+ * Markdown for `$GITHUB_STEP_SUMMARY` (and pull-request comments): the tally, a table of every
+ * check, then a section per finding with the diff and the expected and actual values. GitHub
+ * accepts at most 1 MiB per step summary, so each value is cut to a few KB and, past a total budget,
+ * further sections are only counted.
+ */
+
+const ICON: Record<Status, string> = { pass: '✅', fail: '❌', warn: '⚠️', skip: '⏭️', error: '💥', xfail: '🟡', xpass: '🔴' };
+const MAX_VALUE = 4_000;
+const MAX_DIFF_LINES = 60;
+/** Stop adding detail sections past this size; the table and tally are always complete. */
+export const MARKDOWN_BUDGET = 900_000;
+
+/** Text for a table cell: one line, pipes escaped, no HTML outside `code spans` (inside them it shows as typed). */
+const cell = (text: string): string =>
+  text
+    .replace(/\r?\n/g, ' ')
+    .split(/(`[^`]*`)/)
+    .map((part, i) => (i % 2 ? part : part.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')))
+    .join('')
+    .replace(/\|/g, '\\|');
+/** Inline code on one line that survives backticks and pipes (GitHub splits table cells on "|" even in code). */
+const code = (text: string): string => {
+  const flat = text.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+  const longest = Math.max(0, ...(flat.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${flat}${pad}${fence}`;
+};
+/** A fenced block long enough that no run of backticks inside can close it. */
+function fenced(text: string, lang = ''): string {
+  const longest = Math.max(2, ...(text.match(/`{3,}/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence}${lang}\n${text}\n${fence}`;
+}
+const collapsible = (summary: string, body: string): string => `<details><summary>${summary}</summary>\n\n${body}\n\n</details>`;
+
+function section(result: ReportedResult, data: ReportData, both: boolean): string {
+  const def = data.checks.find((c) => c.id === result.id);
+  const lines = [`#### ${ICON[result.status]} ${result.status.toUpperCase()} ${code(displayName(result, both))} — ${result.rule}, ${result.level}`, ''];
+  if (def) lines.push(`> ${cell(def.summary)}`, '');
+  if (result.baseline) lines.push(`Baseline entry ${code(result.baseline.entry.id)}: ${cell(result.baseline.entry.reason)}`, '');
+  lines.push(cell(truncate(result.message ?? '', MAX_VALUE)), '');
+  if (result.diff?.length) {
+    const shown = result.diff.slice(0, MAX_DIFF_LINES).map((line) => truncate(line, 500));
+    if (result.diff.length > MAX_DIFF_LINES) shown.push(`… ${result.diff.length - MAX_DIFF_LINES} more lines`);
+    lines.push('Diff (expected → actual):', '', fenced(shown.join('\n'), 'diff'), '');
+  }
+  if (result.expected !== undefined) lines.push(collapsible('expected', fenced(truncate(asText(result.expected), MAX_VALUE), 'json')), '');
+  if (result.actual !== undefined) lines.push(collapsible('actual', fenced(truncate(asText(result.actual), MAX_VALUE), 'json')), '');
+  const file = data.transcriptFiles.get(transcriptKey(result));
+  lines.push(file ? `Transcript: ${code(file)}` : `Transcript: ${result.transcript.length} entries (keep them with \`--transcripts DIR\`)`, '');
+  if (def && isProblem(result.status) && result.status !== 'xpass') lines.push(`**Fix:** ${cell(def.fix)} (more: ${code(`mcp-sandbox-conformance explain ${result.id}`)})`, '');
+  return lines.join('\n');
+}
+
+export function renderMarkdown(data: ReportData): string {
+  const { report } = data;
+  const t = tally(report.results);
+  const both = hasBothTransports(report.results);
+  const ok = data.exitCode === 0;
+  const out: string[] = [];
+  out.push(`## ${ok ? '✅' : '❌'} MCP sandbox conformance: ${summaryLine(t)}`, '');
+  const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
+  out.push(
+    `Target ${code(data.target.display)}` +
+      (info ? ` · server ${code(`${String(info.name ?? '?')} ${String(info.version ?? '')}`.trim())}` : '') +
+      ` · ${data.tool.name} ${data.tool.version} · exit code ${data.exitCode}`,
+    '',
+  );
+  if (report.startFailure) {
+    out.push(`**The target failed to start:** ${cell(report.startFailure.message)}`, '');
+    if (report.startFailure.stderrTail) out.push(fenced(truncate(report.startFailure.stderrTail, MAX_VALUE)), '');
+  }
+  if (data.baseline) {
+    const { stale, unknown, file, updated } = data.baseline;
+    if (updated) out.push(`Baseline ${code(file)} rewritten with ${updated.entries} entries.`, '');
+    if (stale.length) out.push(`**Stale baseline entries** in ${code(file)} (their checks pass now; remove them):`, '', ...stale.map((e) => `- ${code(e.id)}${e.transport ? ` (${e.transport})` : ''}: ${cell(e.reason)}`), '');
+    if (unknown.length) out.push(`**Baseline entries that name no check** in ${code(file)}:`, '', ...unknown.map((e) => `- ${code(e.id)}: ${cell(e.reason)}`), '');
+  }
+  out.push(`| | check | ${both ? 'transport | ' : ''}rule | level | title |`, `|---|---|${both ? '---|' : ''}---|---|---|`);
+  for (const r of report.results) {
+    out.push(`| ${ICON[r.status]} ${r.status} | ${code(r.id)} | ${both ? `${r.transport} | ` : ''}${r.rule} | ${r.level} | ${cell(r.title)} |`);
+  }
+  out.push('');
+  const findings = report.results.filter((r) => isProblem(r.status) || r.status === 'xfail');
+  if (findings.length) out.push('### Findings', '');
+  let size = out.join('\n').length;
+  let left = 0;
+  for (const result of findings) {
+    const text = left ? '' : section(result, data, both);
+    if (left || size + text.length > MARKDOWN_BUDGET) {
+      left++;
+      continue;
+    }
+    out.push(text);
+    size += text.length + 1;
+  }
+  if (left) out.push(`… ${left} more findings left out to keep this summary under GitHub's 1 MiB limit; the JSON report has them all.`, '');
+  if (data.suggestions.length) {
+    const format = data.baseline?.format ?? 'yaml';
+    const snippet = truncate(formatEntries(data.suggestions, format), MAX_VALUE * 4);
+    out.push(collapsible(`Baseline entries for these failures (paste under <code>expectedFailures</code>, give each a reason)`, fenced(snippet, format)), '');
+  }
+  return out.join('\n') + '\n';
+}

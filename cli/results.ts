@@ -1,0 +1,255 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ChalkInstance } from 'chalk';
+import type { Argv } from 'yargs';
+import type { CheckDef } from '../suites/model.js';
+import type { RunReport } from '../suites/runner.js';
+import {
+  applyBaseline,
+  entryForFailure,
+  formatEntries,
+  loadBaseline,
+  PLACEHOLDER_REASON,
+  unexpectedFailures,
+  serializeBaseline,
+  updatedEntries,
+  type BaselineEntry,
+  type ReportedResult,
+} from './baseline.js';
+import { UsageError } from './config.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
+import { renderGithub } from './reporters/github.js';
+import { renderHtml } from './reporters/html.js';
+import { renderHuman } from './reporters/human.js';
+import { parseReporters, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
+import { renderJson } from './reporters/json.js';
+import { renderJunit } from './reporters/junit.js';
+import { renderMarkdown } from './reporters/markdown.js';
+import { formatTranscript, redactArgv, redactText, transcriptKey, writeTranscripts } from './transcripts.js';
+
+/**
+ * What happens after the run: the baseline turns known failures into xfail (and known failures
+ * that went away into xpass), every reporter writes its format, transcripts go to disk, and the
+ * exit code is decided. Data flows one way (DESIGN.md): the runner's report in, files and an exit
+ * code out; nothing here touches a target.
+ */
+
+/** The results flags, in the 'Results:' group of --help. Validated while parsing: exit 2 before anything starts. */
+export function resultOptions<T>(y: Argv<T>) {
+  return y
+    .option('reporter', {
+      type: 'string',
+      describe:
+        'Add a report: human, json[=FILE], junit[=FILE], markdown[=FILE], github, html[=FILE] (repeatable). Without a file a format writes to stdout, and the human report (always on) moves to stderr',
+      group: 'Results:',
+    })
+    .option('transcripts', { type: 'string', describe: 'Write each scenario\'s wire transcript (JSONL, secrets redacted) into DIR, one file per scenario and transport', group: 'Results:' })
+    .option('trace', { type: 'boolean', describe: 'Print the transcript of the scenario under each failed check in the human report', group: 'Results:' })
+    .option('baseline', {
+      type: 'string',
+      describe: 'YAML or JSON file of expected failures, each with a reason: listed failures are xfail (exit 0); a listed check that passes, or an entry naming no check, fails the run',
+      group: 'Results:',
+    })
+    .option('update-baseline', { type: 'boolean', describe: 'Rewrite the --baseline file from this run, keeping the reasons of entries that still apply', group: 'Results:' })
+    .check((argv) => {
+      checkResultArgs(argv as ResultArgs);
+      return true;
+    });
+}
+
+export interface ResultArgs {
+  reporter?: string | string[];
+  transcripts?: string | string[];
+  trace?: boolean;
+  baseline?: string | string[];
+  'update-baseline'?: boolean;
+  color?: boolean;
+  strict?: boolean;
+  'fail-on'?: string;
+  url?: string;
+  'http-command'?: string;
+  _: (string | number)[];
+  '--'?: (string | number)[];
+}
+
+export interface ResultContext {
+  /** The target as one line (redacted here before any report shows it). */
+  target: string;
+  version: string;
+  checks: CheckDef[];
+}
+
+const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
+function single(args: ResultArgs, flag: 'baseline' | 'transcripts'): string | undefined {
+  const values = many(args[flag]);
+  if (values.length > 1) throw new UsageError(`--${flag} given more than once`);
+  if (values[0] === '') throw new UsageError(`--${flag} needs a path`);
+  return values[0];
+}
+
+/** Everything about the results flags that can be wrong before the run starts. */
+export function checkResultArgs(args: ResultArgs): void {
+  parseReporters(many(args.reporter));
+  single(args, 'transcripts');
+  const baseline = single(args, 'baseline');
+  if (args['update-baseline'] && !baseline) throw new UsageError('--update-baseline needs --baseline FILE (the file to write)');
+  if (baseline) loadBaseline(baseline, { mayBeMissing: Boolean(args['update-baseline']) });
+}
+
+function colorFor(stream: NodeJS.WriteStream, flag: boolean | undefined): boolean {
+  if (flag !== undefined) return flag;
+  if ('NO_COLOR' in process.env && process.env.NO_COLOR !== '') return false;
+  return Boolean(stream.isTTY);
+}
+
+function describeTarget(args: ResultArgs, display: string): TargetDescription {
+  const command = [...args._, ...(args['--'] ?? [])].map(String);
+  return {
+    ...(command.length ? { command: redactArgv(command) } : {}),
+    ...(args.url ? { url: redactText(args.url) } : {}),
+    ...(args['http-command'] ? { httpCommand: redactText(args['http-command']) } : {}),
+    display: redactText(display),
+  };
+}
+
+function writeOut(path: string, text: string): void {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  } catch (error) {
+    throw new UsageError(`cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+const RENDER: Record<Exclude<ReporterName, 'human'>, (data: ReportData) => string> = {
+  json: renderJson,
+  junit: renderJunit,
+  markdown: renderMarkdown,
+  github: renderGithub,
+  html: renderHtml,
+};
+
+/** Applies the baseline, writes every report and transcript, and returns the exit code. */
+export async function emitResults(report: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
+  const specs = parseReporters(many(args.reporter));
+  const baselineFile = single(args, 'baseline');
+  const transcriptsDir = single(args, 'transcripts');
+
+  let results: ReportedResult[] = report.results;
+  let baseline: ReportData['baseline'];
+  if (baselineFile) {
+    const loaded = loadBaseline(baselineFile, { mayBeMissing: Boolean(args['update-baseline']) });
+    let entries = loaded.entries;
+    let updated: { entries: number; added: number } | undefined;
+    // A target that never started says nothing about any check: the file stays as it is.
+    if (args['update-baseline'] && !report.startFailure) {
+      entries = updatedEntries(report.results, loaded.entries, context.checks);
+      writeOut(baselineFile, serializeBaseline(entries, loaded.format));
+      updated = { entries: entries.length, added: entries.filter((e) => e.reason === PLACEHOLDER_REASON).length };
+    }
+    const outcome = applyBaseline(report.results, entries, context.checks, baselineFile);
+    results = outcome.results;
+    baseline = { file: baselineFile, format: loaded.format, stale: outcome.stale, unknown: outcome.unknown, ...(updated ? { updated } : {}) };
+  }
+
+  const suggestions: BaselineEntry[] = [];
+  for (const result of unexpectedFailures(results)) {
+    const entry = entryForFailure(result, report.results);
+    if (!suggestions.some((s) => s.id === entry.id && s.transport === entry.transport)) suggestions.push(entry);
+  }
+
+  const applied = { ...report, results };
+  let exitCode = exitCodeFor(applied);
+  if (baseline?.unknown.length && exitCode !== EXIT.targetFailed) exitCode = EXIT.violations;
+
+  const transcriptFiles = transcriptsDir ? writeTranscripts(transcriptsDir, report.results) : new Map<string, string>();
+  const data: ReportData = {
+    report: applied,
+    tool: { name: 'mcp-sandbox-conformance', version: context.version },
+    target: describeTarget(args, context.target),
+    checks: context.checks,
+    failOn: args.strict || args['fail-on'] === 'should' ? 'should' : 'must',
+    exitCode,
+    transcriptFiles,
+    baseline,
+    suggestions,
+    startedAt: new Date(Date.now() - report.durationMs),
+  };
+
+  let stdoutTaken = false;
+  for (const spec of specs) {
+    if (spec.name === 'human') continue;
+    const text = RENDER[spec.name](data);
+    if (spec.path) writeOut(spec.path, text);
+    else {
+      process.stdout.write(text);
+      stdoutTaken = true;
+    }
+  }
+  // The human report comes last, so that on stdout its tally is the last line of the run.
+  for (const spec of specs.filter((s) => s.name === 'human' && s.path)) writeOut(spec.path!, humanReport(data, args, false));
+  const terminal = stdoutTaken ? process.stderr : process.stdout;
+  terminal.write(humanReport(data, args, colorFor(terminal, args.color)));
+  return exitCode;
+}
+
+function humanReport(data: ReportData, args: ResultArgs, color: boolean): string {
+  const traced = new Map<string, string>();
+  return renderHuman(data.report, {
+    color,
+    target: data.target.display,
+    version: data.tool.version,
+    checks: data.checks,
+    details: (result, indent, c) => {
+      const r = result as ReportedResult;
+      const lines: string[] = [];
+      if (r.baseline && r.status === 'xfail') {
+        lines.push(c.dim(`${indent}expected failure, baseline entry "${r.baseline.entry.id}": ${r.baseline.entry.reason}`));
+        if (r.message) lines.push(c.dim(`${indent}${r.message.split('\n')[0]}`));
+      }
+      if (args.trace && (r.status === 'fail' || r.status === 'warn' || r.status === 'error')) lines.push(...traceLines(r, indent, c, traced, data));
+      return lines;
+    },
+    footer: (c) => footerLines(data, c),
+  });
+}
+
+/** The scenario's transcript under a failure, once per scenario and transport (later failures point up). */
+function traceLines(result: ReportedResult, indent: string, c: ChalkInstance, traced: Map<string, string>, data: ReportData): string[] {
+  const key = transcriptKey(result);
+  const file = data.transcriptFiles.get(key);
+  const earlier = traced.get(key);
+  if (earlier) return [c.dim(`${indent}transcript: shown above, under ${earlier}`)];
+  traced.set(key, result.id);
+  if (result.transcript.length === 0) return [c.dim(`${indent}transcript: empty (the scenario started no server)`)];
+  return [
+    c.dim(`${indent}transcript of scenario ${result.scenario} over ${result.transport} (${result.transcript.length} entries${file ? `, also in ${file}` : ''}):`),
+    ...formatTranscript(result.transcript).map((line) => c.dim(`${indent}  ${line}`)),
+  ];
+}
+
+function footerLines(data: ReportData, c: ChalkInstance): string[] {
+  const out: string[] = [];
+  const b = data.baseline;
+  const list = (entries: BaselineEntry[]) => entries.map((e) => `  - ${e.id}${e.transport ? ` (${e.transport})` : ''}: ${e.reason}`);
+  if (b?.updated) {
+    const { added } = b.updated;
+    out.push('', c.bold(`Baseline ${b.file} rewritten: ${b.updated.entries} entr${b.updated.entries === 1 ? 'y' : 'ies'}${added ? `, ${added} with the placeholder reason "${PLACEHOLDER_REASON}": replace it with the real one` : ''}.`));
+  }
+  if (b?.stale.length) out.push('', c.red.bold(`Stale baseline entries in ${b.file}: their checks pass now, remove them (or run with --update-baseline):`), ...list(b.stale));
+  if (b?.unknown.length) out.push('', c.red.bold(`Baseline entries in ${b.file} that name no check (see mcp-sandbox-conformance list):`), ...list(b.unknown));
+  if (data.suggestions.length) {
+    const format = b?.format ?? 'yaml';
+    const where = b ? `under "expectedFailures" in ${b.file}` : 'to a baseline file (--baseline FILE), under "expectedFailures"';
+    const n = data.suggestions.length;
+    out.push(
+      '',
+      `${n} finding${n === 1 ? '' : 's'} (failure or warning) not in a baseline. To accept ${n === 1 ? 'it' : 'them'} for now, add ${where}, with the real reason:`,
+      ...formatEntries(data.suggestions, format)
+        .split('\n')
+        .map((line) => `  ${line}`),
+    );
+  }
+  return out;
+}

@@ -1,0 +1,358 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../codex-wire.js';
+import { groupAlive, killProcessGroup } from '../process-group.js';
+import { AppServerClient, type AppOutcome } from './app-server.js';
+import { trackDir, trackGroup, untrackDir, untrackGroup } from './live.js';
+import { writeConfig, type HostConfig } from './codex-config.js';
+import type { HostProgram } from './host-program.js';
+import { ScriptedModel, type ModelRequest } from './model-server.js';
+import { probeLaunchers, type ProbeResult } from './probe.js';
+import { RECORDING_RESOURCE, RECORDING_TOOL, readRecording, startRecordingServer, type RecordedMessage, type RecordingServer } from './recording.js';
+
+/**
+ * Drives a host (real Codex, or anything with the same CLI subset) through host mode's two
+ * scenarios and returns what the recording server saw. Knows no rule: suites/host.ts judges.
+ *
+ *  - exec: `<host> exec` with a scripted model that makes two calls in a row to the opted-in
+ *    recording server, then one to a recording server that did not opt in.
+ *  - app-server: `<host> app-server` over JSON-RPC: direct `mcpServer/tool/call`s with caller
+ *    `_meta`, `mcpServer/resource/read`s with reserved, non-object, null and plain `_meta`, then
+ *    four turns that alternate the sandbox policy (workspace-write, read-only, ...), one model call each.
+ *
+ * Each run gets a fresh temp dir (private CODEX_HOME, a workspace whose name has a space, the
+ * logs), removed afterwards; every process it starts is stopped, on failure too.
+ */
+
+/** The opted-in recording server and the one that did not opt in, as named in the host's config. */
+export const SERVER = 'rec';
+export const PLAIN_SERVER = 'rec_plain';
+
+export interface DriveOptions {
+  host: HostProgram;
+  transport: Transport;
+  /** Budget of one host process (exec run, or the whole app-server session). */
+  timeoutMs: number;
+  /** Budget of one app-server request. */
+  requestTimeoutMs?: number;
+  /** The scripted model waits this long before each function call (a real model takes seconds). */
+  thinkMs?: number;
+  /** Where the run's temp dir goes (default: the OS temp dir). */
+  tmpParent?: string;
+  /** Extra environment for the host (e.g. BROKEN_HOST_DEFECTS for the broken-host fixture). */
+  env?: Record<string, string>;
+}
+
+interface RunDirs {
+  root: string;
+  codexHome: string;
+  workspace: string;
+}
+
+function makeRunDirs(label: string, parent = tmpdir()): RunDirs {
+  const root = mkdtempSync(join(parent, `msc-host-${label}-`));
+  const codexHome = join(root, 'codex-home');
+  const workspace = join(root, 'work space');
+  trackDir(root);
+  mkdirSync(codexHome);
+  mkdirSync(workspace);
+  return { root, codexHome, workspace };
+}
+
+function removeRunDirs(dirs: RunDirs): void {
+  rmSync(dirs.root, { recursive: true, force: true });
+  untrackDir(dirs.root);
+}
+
+const hostEnv = (options: DriveOptions, codexHome: string): NodeJS.ProcessEnv => ({ ...process.env, ...options.env, CODEX_HOME: codexHome });
+
+export interface ProcessExit {
+  code: number | null;
+  signal: string | null;
+  timedOut: boolean;
+}
+
+export interface ExecObservation {
+  transport: Transport;
+  workspace: string;
+  /** What the opted-in server received. */
+  records: RecordedMessage[];
+  /** What the server that did not opt in received. */
+  plainRecords: RecordedMessage[];
+  exit?: ProcessExit;
+  stdout: string;
+  stderr: string;
+  modelRequests: ModelRequest[];
+  /** Why the scenario could not run as scripted (the host never called the tools, ...). */
+  problems: string[];
+  /** The launcher probe on every codexExecutable sent, run before the host's run dir went away. */
+  launcherProbes: Record<string, ProbeResult>;
+  durationMs: number;
+}
+
+/** Two model calls in a row to the opted-in server, then one to the server that did not opt in. */
+export async function observeExec(options: DriveOptions): Promise<ExecObservation> {
+  const started = Date.now();
+  const dirs = makeRunDirs(`exec-${options.transport}`, options.tmpParent);
+  const model = new ScriptedModel({
+    calls: [
+      { server: SERVER, tool: RECORDING_TOOL },
+      { server: SERVER, tool: RECORDING_TOOL },
+      { server: PLAIN_SERVER, tool: RECORDING_TOOL },
+    ],
+    thinkMs: options.thinkMs,
+  });
+  const servers: RecordingServer[] = [];
+  const observation: ExecObservation = {
+    transport: options.transport,
+    workspace: dirs.workspace,
+    records: [],
+    plainRecords: [],
+    stdout: '',
+    stderr: '',
+    modelRequests: model.requests,
+    problems: model.problems,
+    launcherProbes: {},
+    durationMs: 0,
+  };
+  try {
+    const baseUrl = await model.start();
+    servers.push(await startRecordingServer(options.transport, join(dirs.root, 'rec.jsonl'), 'current'));
+    servers.push(await startRecordingServer(options.transport, join(dirs.root, 'rec-plain.jsonl'), 'none'));
+    const config: HostConfig = {
+      codexHome: dirs.codexHome,
+      workspace: dirs.workspace,
+      modelBaseUrl: baseUrl,
+      servers: { [SERVER]: servers[0]!.config, [PLAIN_SERVER]: servers[1]!.config },
+      sandboxMode: 'workspace-write',
+    };
+    writeConfig(config);
+    const run = await runProcess(options.host, ['exec', '--skip-git-repo-check', 'Call the record tool of each MCP server.'], dirs.workspace, hostEnv(options, dirs.codexHome), options.timeoutMs);
+    Object.assign(observation, { exit: run.exit, stdout: run.stdout, stderr: run.stderr });
+    if (run.error) observation.problems.push(run.error);
+    else if (run.exit.timedOut) observation.problems.push(`${options.host.display} exec did not finish within ${options.timeoutMs} ms`);
+    else if (run.exit.code !== 0) observation.problems.push(`${options.host.display} exec exited with ${run.exit.signal ?? `code ${run.exit.code}`}: ${lastLines(run.stderr)}`);
+  } catch (error) {
+    observation.problems.push((error as Error).message);
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+    await model.stop();
+    observation.records = readRecording(join(dirs.root, 'rec.jsonl'));
+    observation.plainRecords = readRecording(join(dirs.root, 'rec-plain.jsonl'));
+    observation.launcherProbes = await probeLaunchers([...observation.records, ...observation.plainRecords]);
+    removeRunDirs(dirs);
+    observation.durationMs = Date.now() - started;
+  }
+  return observation;
+}
+
+const lastLines = (text: string, n = 5) => text.trim().split('\n').slice(-n).join(' | ');
+
+interface ProcessRun {
+  exit: ProcessExit;
+  stdout: string;
+  stderr: string;
+  error?: string;
+}
+
+/** Runs the host to completion in its own process group; on timeout the whole group is killed. */
+function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ProcessRun> {
+  return new Promise((resolve) => {
+    const child = spawn(host.command, [...host.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    trackGroup(child.pid);
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout = (stdout + chunk).slice(-200_000)));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-200_000)));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void killProcessGroup(child);
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      resolve({ exit: { code: null, signal: null, timedOut }, stdout, stderr, error: `cannot start ${host.display}: ${error.message}` });
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      // Anything the host left in its group (it should have stopped its MCP servers itself).
+      const finish = () => {
+        untrackGroup(child.pid);
+        resolve({ exit: { code, signal, timedOut }, stdout, stderr });
+      };
+      if (child.pid !== undefined && groupAlive(child.pid)) void killProcessGroup(child).then(finish);
+      else finish();
+    });
+  });
+}
+
+/** One app-server request host mode made, and what came back. */
+export interface AppStep {
+  /** Host mode's name for the step, e.g. `resource-read/reserved/threadId`. */
+  name: string;
+  method: string;
+  params: Record<string, unknown>;
+  outcome: AppOutcome;
+  /** How the step's request is recognized at the recording server (tool argument or resource URI). */
+  marker?: string;
+}
+
+export interface TurnStep {
+  name: string;
+  /** The sandbox policy override sent with turn/start (undefined: none, the config's mode applies). */
+  sandboxPolicy?: Record<string, unknown>;
+  /** The sandbox mode in force for the turn, in config terms. */
+  mode: 'read-only' | 'workspace-write' | 'danger-full-access';
+  start: AppOutcome;
+  completed: boolean;
+  /** The `call_id`s the scripted model issued during the turn. */
+  callIds: string[];
+}
+
+export interface AppObservation {
+  transport: Transport;
+  workspace: string;
+  threadId?: string;
+  steps: AppStep[];
+  turns: TurnStep[];
+  records: RecordedMessage[];
+  stderr: string;
+  problems: string[];
+  /** The launcher probe on every codexExecutable sent, run while the host was still running. */
+  launcherProbes: Record<string, ProbeResult>;
+  durationMs: number;
+}
+
+/** What host mode sends in the direct calls and resource reads (the checks read them back). */
+export const APP_INPUTS = {
+  /** Unrelated caller entries, plus a caller threadId the host must overwrite (HOST-4). */
+  verbatimMeta: {
+    'x-conformance-unrelated': { nested: [1, { deep: null }], text: 'gardé tel quel', empty: {} },
+    zeta: 1,
+    threadId: 'caller-supplied-thread-id',
+    alpha: 'last',
+  },
+  /** Stale sandbox entries from a caller, plus one unrelated entry (HOST-2). */
+  staleMeta: {
+    [STATE_KEY]: { stale: 'caller-state' },
+    [STATE_KEY_DEPRECATED]: { stale: 'caller-state-meta' },
+    [LAUNCHER_KEY]: { codexExecutable: '/nonexistent/stale/codex' },
+    'x-conformance-unrelated': 'kept',
+  },
+  toolNonObjectMeta: [['not', 'a', 'map'], 'a string'] as unknown[],
+  /** Host-owned keys a caller may not put in resource-read `_meta` (HOST-3). */
+  reservedResourceKeys: {
+    threadId: 'caller-supplied-thread-id',
+    'x-codex-turn-metadata': { turn_id: 'forged' },
+    'codex/connectionLease': 'forged-lease',
+  } as Record<string, unknown>,
+  resourceNonObjectMeta: [[1, 2], 'a string', 7, true] as unknown[],
+  resourceMeta: { 'x-conformance-unrelated': { nested: [1, {}] }, zeta: 'z' },
+} as const;
+
+export const toolMarker = (name: string) => `conformance:${name}`;
+export const resourceMarker = (name: string) => `${RECORDING_RESOURCE}?attempt=${encodeURIComponent(name)}`;
+
+/** Direct calls, resource reads, then four model turns alternating workspace-write and read-only. */
+export async function observeAppServer(options: DriveOptions): Promise<AppObservation> {
+  const started = Date.now();
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const dirs = makeRunDirs(`app-${options.transport}`, options.tmpParent);
+  const model = new ScriptedModel({ calls: [{ server: SERVER, tool: RECORDING_TOOL }], thinkMs: options.thinkMs });
+  let server: RecordingServer | undefined;
+  let client: AppServerClient | undefined;
+  const observation: AppObservation = {
+    transport: options.transport,
+    workspace: dirs.workspace,
+    steps: [],
+    turns: [],
+    records: [],
+    stderr: '',
+    problems: model.problems,
+    launcherProbes: {},
+    durationMs: 0,
+  };
+  const deadline = started + options.timeoutMs;
+  const budget = () => Math.max(1, Math.min(requestTimeoutMs, deadline - Date.now()));
+  try {
+    const baseUrl = await model.start();
+    server = await startRecordingServer(options.transport, join(dirs.root, 'rec.jsonl'), 'current');
+    writeConfig({ codexHome: dirs.codexHome, workspace: dirs.workspace, modelBaseUrl: baseUrl, servers: { [SERVER]: server.config }, sandboxMode: 'workspace-write' });
+    client = new AppServerClient(options.host, hostEnv(options, dirs.codexHome), dirs.workspace);
+    await client.start();
+    const app = client;
+    const init = await app.request('initialize', { clientInfo: { name: 'mcp-sandbox-conformance', title: null, version: '0.1.0' }, capabilities: { experimentalApi: true } }, budget());
+    if (init.kind !== 'result') throw new Error(`app-server initialize failed: ${describe(init)}`);
+    app.notify('initialized');
+    const thread = await app.request('thread/start', { cwd: dirs.workspace }, budget());
+    const threadId = thread.kind === 'result' ? (thread.result as { thread?: { id?: unknown } } | undefined)?.thread?.id : undefined;
+    if (typeof threadId !== 'string') throw new Error(`app-server thread/start gave no thread id: ${describe(thread)}`);
+    observation.threadId = threadId;
+
+    const step = async (name: string, method: string, params: Record<string, unknown>, marker?: string) => {
+      const outcome = await app.request(method, params, budget());
+      observation.steps.push({ name, method, params, outcome, marker });
+    };
+    const toolCall = (name: string, meta: unknown) =>
+      step(name, 'mcpServer/tool/call', { server: SERVER, threadId, tool: RECORDING_TOOL, arguments: { note: toolMarker(name) }, _meta: meta }, toolMarker(name));
+    const resourceRead = (name: string, meta: unknown) =>
+      step(name, 'mcpServer/resource/read', { server: SERVER, threadId, uri: resourceMarker(name), _meta: meta }, resourceMarker(name));
+
+    await toolCall('tool-call/verbatim', APP_INPUTS.verbatimMeta);
+    await toolCall('tool-call/stale-sandbox-entries', APP_INPUTS.staleMeta);
+    for (const [i, meta] of APP_INPUTS.toolNonObjectMeta.entries()) await toolCall(`tool-call/non-object-meta/${i}`, meta);
+    for (const [key, value] of Object.entries(APP_INPUTS.reservedResourceKeys)) {
+      await resourceRead(`resource-read/reserved/${key}`, { [key]: value, 'x-conformance-unrelated': 1 });
+    }
+    for (const [i, meta] of APP_INPUTS.resourceNonObjectMeta.entries()) await resourceRead(`resource-read/non-object-meta/${i}`, meta);
+    await resourceRead('resource-read/null-meta', null);
+    await resourceRead('resource-read/object-meta', APP_INPUTS.resourceMeta);
+
+    const turn = async (name: string, mode: TurnStep['mode'], sandboxPolicy?: Record<string, unknown>) => {
+      const before = model.requests.length;
+      const seen = app.notifications.length;
+      const params: Record<string, unknown> = { threadId, input: [{ type: 'text', text: `Call the record tool (${name}).` }] };
+      if (sandboxPolicy) params.sandboxPolicy = sandboxPolicy;
+      const start = await app.request('turn/start', params, budget());
+      const done = start.kind === 'result' ? await app.waitFor((n) => n.method === 'turn/completed', budget(), seen) : undefined;
+      const callIds = model.requests.slice(before).map((r) => r.answered).filter((a) => a !== 'message');
+      observation.turns.push({ name, mode, sandboxPolicy, start, completed: Boolean(done), callIds });
+    };
+    // The policy alternates: Codex 0.171.0 only sometimes sends the previous turn's state after a
+    // change, so two narrowing switches give two chances to see it.
+    await turn('turn/1 config (workspace-write)', 'workspace-write');
+    await turn('turn/2 readOnly', 'read-only', { type: 'readOnly' });
+    await turn('turn/3 workspaceWrite', 'workspace-write', { type: 'workspaceWrite' });
+    await turn('turn/4 readOnly', 'read-only', { type: 'readOnly' });
+  } catch (error) {
+    observation.problems.push((error as Error).message);
+  } finally {
+    // Probed before the host goes away: its launcher may live in a dir that goes with it.
+    observation.launcherProbes = await probeLaunchers(readRecording(join(dirs.root, 'rec.jsonl')));
+    const diedEarly = client?.closed;
+    if (diedEarly) observation.problems.push(`${options.host.display} app-server: ${diedEarly}: ${lastLines(client!.stderr)}`);
+    await client?.close();
+    observation.stderr = client?.stderr ?? '';
+    await server?.stop();
+    await model.stop();
+    observation.records = readRecording(join(dirs.root, 'rec.jsonl'));
+    removeRunDirs(dirs);
+    observation.durationMs = Date.now() - started;
+  }
+  return observation;
+}
+
+function describe(outcome: AppOutcome): string {
+  switch (outcome.kind) {
+    case 'result':
+      return JSON.stringify(outcome.result)?.slice(0, 300) ?? 'undefined';
+    case 'error':
+      return `JSON-RPC error ${String(outcome.error.code)}: ${String(outcome.error.message)}`;
+    case 'timeout':
+      return `no answer within ${outcome.afterMs} ms`;
+    case 'closed':
+      return outcome.detail;
+  }
+}

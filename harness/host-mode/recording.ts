@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Transport } from '../codex-wire.js';
+import { freePort } from '../http-target.js';
+import { fixturesDir } from '../paths.js';
+import { killProcessGroup } from '../process-group.js';
+import type { McpServerConfig } from './codex-config.js';
+import { trackGroup, untrackGroup } from './live.js';
+
+/** The recording MCP server fixture (fixtures/servers/recording.mjs): what it offers. */
+export const RECORDING_SERVER = join(fixturesDir(), 'servers', 'recording.mjs');
+export const RECORDING_TOOL = 'record';
+export const RECORDING_RESOURCE = 'recording://note';
+
+/** Which opt-in the recording server advertises under `capabilities.experimental`. */
+export type Capability = 'current' | 'deprecated' | 'both' | 'none';
+
+/** One line of the recording server's log. */
+export interface RecordedMessage {
+  t: number;
+  pid: number;
+  transport: Transport;
+  /** Per server process: one per stdio process, one per MCP session over HTTP. */
+  connection: number;
+  message: { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown; [key: string]: unknown };
+}
+
+export function readRecording(logFile: string): RecordedMessage[] {
+  if (!existsSync(logFile)) return [];
+  return readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as RecordedMessage];
+      } catch {
+        return []; // a line cut short by a kill: nothing to judge
+      }
+    });
+}
+
+/** Requests (and notifications) of one method, in arrival order. */
+export const withMethod = (records: RecordedMessage[], method: string): RecordedMessage[] =>
+  records.filter((r) => r.message.method === method);
+
+/** A running recording server, as the host's config names it. */
+export interface RecordingServer {
+  config: McpServerConfig;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A recording server for one host run. Over stdio the host starts it from its config (command +
+ * args); over HTTP host mode starts it here, on a free loopback port, in its own process group.
+ */
+export async function startRecordingServer(transport: Transport, logFile: string, capability: Capability, timeoutMs = 15_000): Promise<RecordingServer> {
+  const args = [RECORDING_SERVER, '--log', logFile, '--capability', capability];
+  if (transport === 'stdio') {
+    return { config: { transport: 'stdio', command: process.execPath, args, env: {} }, logFile, stop: async () => undefined };
+  }
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [...args, '--http', '--port', String(port), '--host', '127.0.0.1'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
+  trackGroup(child.pid);
+  const stop = async () => {
+    await killProcessGroup(child);
+    untrackGroup(child.pid);
+  };
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the recording server did not listen within ${timeoutMs} ms: ${stderr.trim()}`)), timeoutMs);
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the recording server exited (${signal ?? code}) before listening: ${stderr.trim()}`));
+    });
+  }).catch(async (error: Error) => {
+    await stop();
+    throw error;
+  });
+  return { config: { transport: 'http', url }, logFile, stop };
+}

@@ -1,0 +1,245 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseJunit } from 'junit2json';
+import YAML from 'yaml';
+import { afterAll, describe, expect, test } from 'vitest';
+import { root } from './helpers.js';
+import { reportValidator } from './fixtures/report-validator.js';
+
+/**
+ * action.yml without GitHub: each step's `run:` script goes to bash the way the runner runs a
+ * composite step (`bash --noprofile --norc -eo pipefail FILE`), with the step's `env:` in which this
+ * test substitutes the `${{ }}` expressions (the only place the action may use them, besides `if:`
+ * and the outputs), GITHUB_ACTION_PATH pointing at this checkout, and temporary GITHUB_OUTPUT and
+ * GITHUB_STEP_SUMMARY files. The install step (npm ci) is skipped: dist/ is already built here.
+ */
+
+interface Step {
+  name?: string;
+  id?: string;
+  if?: string;
+  shell?: string;
+  env?: Record<string, string>;
+  run?: string;
+  uses?: string;
+}
+interface Action {
+  inputs: Record<string, { default?: string }>;
+  outputs: Record<string, { value: string }>;
+  runs: { using: string; steps: Step[] };
+}
+
+const action = YAML.parse(readFileSync(join(root, 'action.yml'), 'utf8')) as Action;
+const scratch = mkdtempSync(join(tmpdir(), 'msc-action-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const EXPRESSION = /\$\{\{\s*(.*?)\s*\}\}/g;
+
+interface ActionRun {
+  code: number | null;
+  outputs: Record<string, string>;
+  summary: string;
+  stdout: string;
+  stderr: string;
+  skippedSteps: string[];
+}
+
+/** GITHUB_OUTPUT lines: `name=value`, or `name<<DELIM` ... `DELIM`. */
+function parseOutputs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const heredoc = line.match(/^([^=<]+)<<(.+)$/);
+    if (heredoc) {
+      const end = lines.indexOf(heredoc[2]!, i + 1);
+      out[heredoc[1]!] = lines.slice(i + 1, end).join('\n');
+      i = end;
+    } else if (line.includes('=')) out[line.slice(0, line.indexOf('='))] = line.slice(line.indexOf('=') + 1);
+  }
+  return out;
+}
+
+function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const file = join(mkdtempSync(join(scratch, 'step-')), 'step.sh');
+  writeFileSync(file, script);
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['--noprofile', '--norc', '-eo', 'pipefail', file], { cwd, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function runAction(given: Record<string, string>, options: { cwd: string; path?: string }): Promise<ActionRun> {
+  for (const name of Object.keys(given)) expect(action.inputs, `unknown input ${name}`).toHaveProperty(name);
+  const inputs = Object.fromEntries(Object.entries(action.inputs).map(([name, def]) => [name, given[name] ?? def.default ?? '']));
+  const home = mkdtempSync(join(scratch, 'runner-'));
+  const summaryFile = join(home, 'step-summary.md');
+  writeFileSync(summaryFile, '');
+  const runnerTemp = join(home, 'temp');
+  mkdirSync(runnerTemp);
+  const steps: Record<string, Record<string, string>> = {};
+  const result: ActionRun = { code: 0, outputs: {}, summary: '', stdout: '', stderr: '', skippedSteps: [] };
+  const evaluate = (expression: string): string => {
+    const input = expression.match(/^inputs\.([\w-]+)$/);
+    if (input) return inputs[input[1]!]!;
+    if (expression === 'github.action_path') return root;
+    throw new Error(`the test does not evaluate \${{ ${expression} }}`);
+  };
+  for (const [index, step] of action.runs.steps.entries()) {
+    const run = step.run!;
+    if (run.includes('npm ci')) {
+      result.skippedSteps.push(step.name ?? String(index));
+      continue;
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, GITHUB_ACTION_PATH: root, GITHUB_STEP_SUMMARY: summaryFile, RUNNER_TEMP: runnerTemp };
+    if (options.path) env.PATH = `${options.path}:${env.PATH}`;
+    delete env.NO_COLOR;
+    for (const [key, value] of Object.entries(step.env ?? {})) env[key] = String(value).replace(EXPRESSION, (_, expression: string) => evaluate(expression));
+    const outputFile = join(home, `output-${index}`);
+    writeFileSync(outputFile, '');
+    env.GITHUB_OUTPUT = outputFile;
+    const done = await bash(run, options.cwd, env);
+    result.stdout += done.stdout;
+    result.stderr += done.stderr;
+    result.code = done.code;
+    if (step.id) steps[step.id] = parseOutputs(readFileSync(outputFile, 'utf8'));
+    if (done.code !== 0) break; // a failing step ends a composite action
+  }
+  for (const [name, def] of Object.entries(action.outputs)) {
+    result.outputs[name] = def.value.replace(EXPRESSION, (_, expression: string) => {
+      const m = expression.match(/^steps\.([\w-]+)\.outputs\.([\w-]+)$/);
+      if (!m) throw new Error(`unexpected output expression ${expression}`);
+      return steps[m[1]!]?.[m[2]!] ?? '';
+    });
+  }
+  result.summary = readFileSync(summaryFile, 'utf8');
+  return result;
+}
+
+const annotations = (stdout: string) => stdout.split('\n').filter((line) => line.startsWith('::'));
+const workspace = (name: string) => {
+  const dir = join(scratch, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
+/** Files an injected `touch pwned...` would have created, anywhere the scripts ran. */
+const pwned = (...dirs: string[]) => dirs.flatMap((dir) => readdirSync(dir).filter((name) => name.startsWith('pwned')).map((name) => join(dir, name)));
+
+describe('action.yml, statically', () => {
+  test('a composite action with the documented inputs and outputs', () => {
+    expect(action.runs.using).toBe('composite');
+    expect(Object.keys(action.inputs).sort()).toEqual(['baseline', 'config', 'fail-on', 'http-command', 'reporters', 'server', 'url', 'version', 'working-directory']);
+    expect(Object.keys(action.outputs).sort()).toEqual(['failed', 'junit', 'passed', 'report-json', 'skipped', 'xfail']);
+  });
+  test('no expression inside a script: inputs arrive through env only', () => {
+    for (const step of action.runs.steps) {
+      expect(step.shell).toBe('bash');
+      expect(step.uses).toBeUndefined();
+      expect(step.run, step.name).not.toMatch(/\$\{\{/);
+      expect(step.run, step.name).not.toMatch(/\beval\b/);
+    }
+    const wired = action.runs.steps.flatMap((s) => Object.values(s.env ?? {})).join(' ');
+    for (const name of Object.keys(action.inputs)) expect(wired).toContain(`\${{ inputs.${name} }}`);
+  });
+  test('the install step installs only when dist/ is missing', () => {
+    const install = action.runs.steps.find((s) => s.run?.includes('npm ci'))!;
+    expect(install.if).toBe("inputs.version == ''");
+    expect(install.run).toMatch(/if \[ -f "\$GITHUB_ACTION_PATH\/dist\/cli\/main\.js" \]/);
+  });
+});
+
+describe('action.yml, run as GitHub would', () => {
+  let mutantReport: { checks: { id: string; status: string; transport: string; skipReason?: string }[] };
+
+  test('the reference server: green, outputs set, summary written, no annotation', async () => {
+    const cwd = workspace('reference');
+    const run = await runAction({ server: 'node fixtures/servers/reference/server.mjs', 'working-directory': root }, { cwd });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.skippedSteps).toEqual(['Install mcp-sandbox-conformance']);
+    expect(Number(run.outputs.passed)).toBeGreaterThan(10);
+    expect(run.outputs).toMatchObject({ failed: '0', xfail: '0' });
+    expect(run.summary).toMatch(/^## ✅ MCP sandbox conformance: /);
+    expect(annotations(run.stdout)).toEqual([]);
+    // The reports sit in RUNNER_TEMP, the JSON valid, the JUnit loadable.
+    const validate = reportValidator();
+    expect(validate(JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'))), JSON.stringify(validate.errors)).toBe(true);
+    const junit = (await parseJunit(readFileSync(run.outputs.junit!, 'utf8'))) as { failures?: number };
+    expect(junit.failures).toBe(0);
+    // The human report goes to the log (stderr, since the annotations have stdout).
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(`${run.outputs.passed} passed, 0 failed, ${run.outputs.skipped} skipped`);
+  });
+
+  test('a mutant: the step fails, annotations and summary name the violation; hostile inputs stay inert', async () => {
+    const cwd = workspace('mutant');
+    const hostile = 'html=$(touch${IFS}pwned1).html html=`touch${IFS}pwned2`.html html=report.html;touch${IFS}pwned3';
+    const run = await runAction(
+      { server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, reporters: hostile, 'working-directory': cwd },
+      { cwd: scratch },
+    );
+    expect(run.code).toBe(1);
+    const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
+    mutantReport = report;
+    expect(Number(run.outputs.failed)).toBe(report.summary.failed);
+    expect(Number(run.outputs.failed)).toBeGreaterThanOrEqual(1);
+    expect(annotations(run.stdout)).toContainEqual(expect.stringMatching(/^::error title=forwarding\/state-unchanged( \(stdio\))?::FWD-2 \(MUST\): the forwarded state differs/));
+    expect(run.summary).toMatch(/^## ❌ MCP sandbox conformance: /);
+    expect(run.summary).toMatch(/^#### ❌ FAIL `forwarding\/state-unchanged/m);
+    // The reporter values reached the CLI as plain words: files with those literal names, nothing run.
+    expect(readdirSync(cwd).sort()).toEqual(['$(touch${IFS}pwned1).html', '`touch${IFS}pwned2`.html', 'report.html;touch${IFS}pwned3'].sort());
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+  });
+
+  test('with a baseline of those failures: green (or incomplete), the xfail output counts them', async () => {
+    expect(mutantReport, 'needs the previous test').toBeDefined();
+    const cwd = workspace('baseline');
+    const failing = mutantReport.checks.filter((c) => c.status === 'fail' || c.status === 'warn');
+    writeFileSync(join(cwd, 'baseline.yml'), YAML.stringify({ expectedFailures: failing.map((c) => ({ id: c.id, transport: c.transport, reason: 'known' })) }));
+    const run = await runAction({ server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, baseline: 'baseline.yml', 'working-directory': cwd }, { cwd });
+    const incomplete = mutantReport.checks.some((c) => c.status === 'error' || (c.status === 'skip' && c.skipReason === 'could-not-run'));
+    expect(run.code).toBe(incomplete ? 3 : 0);
+    expect(run.outputs).toMatchObject({ failed: '0', xfail: String(failing.length) });
+    expect(annotations(run.stdout).filter((l) => l.startsWith('::error'))).toEqual([]);
+  });
+
+  test('a server input holding shell syntax is split into words, never run by a shell', async () => {
+    const cwd = workspace('injection');
+    const run = await runAction({ server: 'node "$(touch pwned1)" `touch pwned2` ; touch pwned3 && touch pwned4 | tee pwned5 $HOME' }, { cwd });
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+    // node is asked to run a file named '"$(touch': the target fails to start (exit 4), and says so.
+    expect(run.code).toBe(4);
+    const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
+    expect(report.target.command).toEqual(['node', '"$(touch', 'pwned1)"', '`touch', 'pwned2`', ';', 'touch', 'pwned3', '&&', 'touch', 'pwned4', '|', 'tee', 'pwned5', '$HOME']);
+  });
+
+  test('config and baseline inputs holding shell syntax are plain paths', async () => {
+    const cwd = workspace('injection-2');
+    const run = await runAction({ server: 'node x.mjs', baseline: '$(touch pwned6).yml', config: '`touch pwned7`' }, { cwd });
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/cannot read config `touch pwned7`|baseline \$\(touch pwned6\)\.yml does not exist/);
+  });
+
+  test('version: runs that npm version through npx; a version that is not one is refused', async () => {
+    const cwd = workspace('version');
+    const bin = workspace('fake-bin');
+    const log = join(cwd, 'npx-argv');
+    writeFileSync(join(bin, 'npx'), `#!/bin/sh\nprintf '%s\\n' "$@" > '${log}'\n`);
+    chmodSync(join(bin, 'npx'), 0o755);
+    const run = await runAction({ server: 'node server.mjs', version: '0.1.0', 'fail-on': 'should' }, { cwd, path: bin });
+    expect(run.code).toBe(0);
+    const argv = readFileSync(log, 'utf8').trimEnd().split('\n');
+    expect(argv.slice(0, 6)).toEqual(['--yes', 'mcp-sandbox-conformance@0.1.0', '--fail-on', 'should', '--reporter', 'github']);
+    expect(argv.slice(-3)).toEqual(['--', 'node', 'server.mjs']);
+
+    const bad = await runAction({ server: 'node server.mjs', version: '1.0;touch pwned8' }, { cwd, path: bin });
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toMatch(/^::error title=mcp-sandbox-conformance::the version input must be an npm version/m);
+    expect(existsSync(join(cwd, 'pwned8'))).toBe(false);
+  });
+});

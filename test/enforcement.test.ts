@@ -1,0 +1,109 @@
+import { readdirSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, test } from 'vitest';
+import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
+import { allScenarios } from '../suites/index.js';
+import type { CheckResult } from '../suites/model.js';
+import { runSuite, type RunPlan } from '../suites/runner.js';
+import { mutantsServer, nodePlan, referenceServer } from './helpers.js';
+
+/**
+ * The enforcement tier: the fake launcher records each launch and hands it to the real
+ * `codex sandbox` (@openai/codex, a devDependency, found through its npm package, never PATH).
+ * Only the enforcement checks and the forwarding check they back up are selected, to stay fast.
+ */
+const ENFORCEMENT = ['enforcement/writes-inside-workspace', 'enforcement/no-writes-outside', 'enforcement/no-network', 'enforcement/exit-status'];
+const ESCAPES = ['enforcement/no-network', 'enforcement/no-writes-outside'];
+
+// The sandbox facts these tests rely on (bubblewrap, "Read-only file system") were verified on Linux.
+const found = process.platform === 'linux' ? locateRealCodex() : { missing: `the real-sandbox tier is verified on Linux only, not ${process.platform}` };
+const realCodex = 'path' in found ? found.path : undefined;
+if (!realCodex) console.warn(`enforcement tests with the real Codex skipped: ${'missing' in found ? found.missing : ''}`);
+
+function plan(server: { args: string[] } | { command: string; args: string[] }, ids: string[], withCodex = true): RunPlan {
+  const base = nodePlan('command' in server ? [] : server.args, {}, false);
+  if ('command' in server) base.targets.stdio = { kind: 'stdio', command: server.command, args: server.args, env: {} };
+  return { ...base, realCodex: withCodex ? realCodex : undefined, select: (id) => ids.includes(id) };
+}
+
+const byStatus = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r.status]));
+const statusOf = (results: CheckResult[], status: CheckResult['status']) => results.filter((r) => r.status === status).map((r) => r.id).sort();
+
+/** The reference server with one policy function replaced, started inline (no fixture file). */
+const variant = (body: string) => ({
+  command: process.execPath,
+  args: ['--input-type=module', '-e', `import { main, sandboxPolicy as ref } from ${JSON.stringify(pathToFileURL(referenceServer).href)};\n${body}`],
+});
+
+const outsideLeftovers = () => {
+  const base = scratchBaseOutsideTmp();
+  return base ? readdirSync(base).filter((name) => name.startsWith('msc-outside-')) : [];
+};
+const leftoversBefore = outsideLeftovers();
+
+afterAll(() => removePrivateCodexHome());
+
+describe('without --codex', () => {
+  test('the enforcement checks are skipped as not applicable, naming the flag', async () => {
+    const report = await runSuite(plan({ args: [referenceServer] }, ENFORCEMENT, false), allScenarios);
+    expect(report.results.map((r) => r.id).sort()).toEqual([...ENFORCEMENT].sort());
+    for (const result of report.results) {
+      expect(result).toMatchObject({ status: 'skip', reason: 'not-applicable' });
+      expect(result.message).toMatch(/--codex PATH/);
+    }
+  });
+});
+
+describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.version : ''} (--codex)`, () => {
+  test('the binary comes from the @openai/codex npm package, version 0.171.0', () => {
+    expect(realCodex).toMatch(/node_modules\/@openai\/codex-linux-(x64|arm64)\/vendor\/[^/]+\/bin\/codex$/);
+    expect('version' in found && found.version).toBe('0.171.0');
+  });
+
+  test('the reference server passes every enforcement check', async () => {
+    const report = await runSuite(plan({ args: [referenceServer] }, [...ENFORCEMENT, 'forwarding/state-unchanged']), allScenarios);
+    expect(report.results.map((r) => `${r.id} ${r.status} ${r.status === 'pass' ? '' : r.message}`.trim()).sort()).toEqual(
+      [...ENFORCEMENT, 'forwarding/state-unchanged'].map((id) => `${id} pass`).sort(),
+    );
+    // The write outside was refused by the real sandbox, not by something else.
+    expect(report.results.find((r) => r.id === 'enforcement/no-writes-outside')?.message).toMatch(/Read-only file system/);
+    expect(report.results.find((r) => r.id === 'enforcement/no-network')?.message).toMatch(/not permitted|refused|unreachable/i);
+  });
+
+  test('widens-state (forwards {"type":"disabled"}) fails the escape checks and forwarding/state-unchanged', async () => {
+    const report = await runSuite(plan({ args: [mutantsServer, 'widens-state'] }, [...ENFORCEMENT, 'forwarding/state-unchanged']), allScenarios);
+    expect(statusOf(report.results, 'fail')).toEqual([...ESCAPES, 'forwarding/state-unchanged'].sort());
+    expect(byStatus(report.results)).toMatchObject({ 'enforcement/writes-inside-workspace': 'pass', 'enforcement/exit-status': 'pass' });
+    const escape = report.results.find((r) => r.id === 'enforcement/no-writes-outside')!;
+    expect(escape.actual).toMatchObject({ written: true, forwardedToCodex: [{ permissionProfile: { type: 'disabled' } }] });
+    const network = report.results.find((r) => r.id === 'enforcement/no-network')!;
+    expect(network.actual).toMatchObject({ connectionsToListener: 1 });
+  });
+
+  test('the escape checks catch a widened state even where the forwarding check is not run', async () => {
+    const report = await runSuite(plan({ args: [mutantsServer, 'widens-state'] }, ESCAPES), allScenarios);
+    expect(statusOf(report.results, 'fail')).toEqual(ESCAPES);
+  });
+
+  test('a server that narrows the state to read-only fails writes-inside-workspace', async () => {
+    const server = variant(`await main([], { policy: { ...ref, serializeState: (s) => JSON.stringify({ ...s, permissionProfile: { ...s.permissionProfile,
+      file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] } } }) } });`);
+    const report = await runSuite(plan(server, ['enforcement/writes-inside-workspace']), allScenarios);
+    expect(report.results).toHaveLength(1);
+    expect(report.results[0]).toMatchObject({ status: 'fail' });
+    expect(report.results[0]!.message).toMatch(/could not write inside the workspace.*Read-only file system/);
+  });
+
+  test('a server that reports every command as a success fails exit-status', async () => {
+    const server = variant(`await main([], { options: { wrapToolHandler: (name, handler) => name !== 'exec' ? handler : async (args, extra) => {
+      const result = await handler(args, extra);
+      return { content: result.content.map((c) => ({ ...c, text: c.text.replace(/exit code: .*/g, 'done') })), isError: false };
+    } } });`);
+    const report = await runSuite(plan(server, ['enforcement/exit-status']), allScenarios);
+    expect(report.results.map((r) => `${r.id} ${r.status}`)).toEqual(['enforcement/exit-status fail']);
+  });
+
+  test('nothing is left outside the run directory', () => {
+    expect(outsideLeftovers()).toEqual(leftoversBefore);
+  });
+});

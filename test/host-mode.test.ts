@@ -1,0 +1,201 @@
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { renderConfig } from '../harness/host-mode/codex-config.js';
+import { hostProgram } from '../harness/host-mode/host-program.js';
+import { locateRealCodex } from '../harness/real-codex.js';
+import { hostCheckDefs, hostChecks, profileKind, runHostMode } from '../suites/host.js';
+import type { CheckResult } from '../suites/model.js';
+import { cliPath, root } from './helpers.js';
+
+/**
+ * Host mode (`mcp-sandbox-conformance host`): the broken-host fixture without defects passes
+ * every check, each of its defects fails exactly the checks aimed at it, every check is failed
+ * by some defect, and real Codex (the devDependency) passes every MUST check on both transports.
+ */
+
+const brokenHost = join(root, 'fixtures/hosts/broken-host.mjs');
+const realCodex = locateRealCodex();
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, NO_COLOR: '1', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
+  });
+}
+const lastLine = (text: string) => text.trimEnd().split('\n').at(-1);
+const hostRunDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('msc-host-'));
+const key = (r: CheckResult) => `${r.id} (${r.transport})`;
+
+/** At most two host runs at once: each one starts a handful of processes on a 2-core machine. */
+let running = 0;
+const queue: (() => void)[] = [];
+async function slot<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= 2) await new Promise<void>((resolve) => queue.push(resolve));
+  running++;
+  try {
+    return await work();
+  } finally {
+    running--;
+    queue.shift()?.();
+  }
+}
+
+function runBroken(defects: string, checkIds?: string[], transports: ('stdio' | 'http')[] = ['stdio', 'http']) {
+  return slot(() =>
+    runHostMode({
+      host: hostProgram(brokenHost),
+      transports,
+      timeoutMs: 60_000,
+      jobs: 2,
+      env: { BROKEN_HOST_DEFECTS: defects },
+      select: checkIds ? (id) => checkIds.includes(id) : undefined,
+    }),
+  );
+}
+
+describe('pieces', () => {
+  test('profileKind tells read-only, workspace-write and danger-full-access apart', () => {
+    const root = { path: { type: 'special', value: { kind: 'root' } }, access: 'read' };
+    const managed = (...entries: unknown[]) => ({ permissionProfile: { type: 'managed', file_system: { type: 'restricted', entries } } });
+    expect(profileKind(managed(root), '/w')).toBe('read-only');
+    expect(profileKind(managed(root, { path: { type: 'path', path: '/w' }, access: 'write' }), '/w')).toBe('workspace-write');
+    expect(profileKind(managed(root, { path: { type: 'special', value: { kind: 'current_working_directory' } }, access: 'write' }), '/w')).toBe('workspace-write');
+    expect(profileKind(managed(root, { path: { type: 'path', path: '/elsewhere' }, access: 'write' }), '/w')).toBe('writes outside the workspace only');
+    expect(profileKind({ permissionProfile: { type: 'disabled' } }, '/w')).toBe('danger-full-access');
+    expect(profileKind(undefined, '/w')).toBe('no permissionProfile');
+  });
+  test('the config names a loopback model provider, waives approvals, marks the servers required, stays offline', () => {
+    const text = renderConfig({
+      codexHome: '/h',
+      workspace: '/w s',
+      modelBaseUrl: 'http://127.0.0.1:1/v1',
+      servers: { rec: { transport: 'stdio', command: '/n', args: ['a b'], env: { K: 'v' } }, web: { transport: 'http', url: 'http://127.0.0.1:2/mcp' } },
+      sandboxMode: 'workspace-write',
+    });
+    for (const line of ['approval_policy = "never"', 'base_url = "http://127.0.0.1:1/v1"', 'supports_websockets = false', '[projects."/w s"]', 'args = ["a b"]', '[mcp_servers.rec.env]', 'url = "http://127.0.0.1:2/mcp"', 'required = true', 'check_for_update_on_startup = false', 'plugins = false']) {
+      expect(text).toContain(line);
+    }
+  });
+  test('every check id is unique and names a HOST rule', () => {
+    expect(new Set(hostCheckDefs.map((c) => c.id)).size).toBe(hostCheckDefs.length);
+    for (const check of hostCheckDefs) expect(check.rule).toMatch(/^HOST-[1-4]$/);
+  });
+});
+
+describe('the broken-host fixture', () => {
+  test('without defects it passes every host check on both transports (no real Codex needed)', async () => {
+    const report = await runBroken('none');
+    const notPassing = report.results.filter((r) => r.status !== 'pass');
+    expect(notPassing.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`)).toEqual([]);
+    expect(report.results.length).toBe(hostChecks.reduce((n, c) => n + c.transports.length, 0));
+  }, 120_000);
+
+  /** Each defect, the transports it is run on, and exactly the checks it must fail there. */
+  const matrix: [defect: string, transports: ('stdio' | 'http')[], fails: string[]][] = [
+    ['state-mismatch', ['stdio'], ['host/state-keys-identical']],
+    ['launcher-over-http', ['http'], ['host/no-launcher-over-http']],
+    ['launcher-relative', ['stdio'], ['host/launcher-over-stdio', 'host/launcher-verified']],
+    ['launcher-fails-probe', ['stdio'], ['host/launcher-verified']],
+    ['keys-without-opt-in', ['http'], ['host/no-sandbox-keys-without-opt-in']],
+    // Sandbox keys added to resource reads also break their verbatim forwarding.
+    ['keys-on-list', ['stdio'], ['host/sandbox-keys-only-on-tools-call', 'host/resource-read-null-meta', 'host/resource-read-meta-forwarded']],
+    ['stale-cwd-after-first-call', ['stdio'], ['host/each-call-current-entries']],
+    ['stale-state-across-turns', ['http'], ['host/state-follows-policy-change']],
+    // The caller's stale copies differ from each other, so passing them through also breaks HOST-1.
+    ['keeps-caller-sandbox-meta', ['stdio', 'http'], ['host/stale-entries-replaced', 'host/no-launcher-over-http', 'host/state-keys-identical']],
+    ['drops-unrelated-meta', ['stdio'], ['host/unrelated-meta-kept', 'host/direct-call-meta-verbatim']],
+    ['keeps-caller-thread-id', ['http'], ['host/direct-call-thread-id']],
+    ['accepts-non-object-tool-meta', ['stdio'], ['host/direct-call-non-object-meta']],
+    ['accepts-reserved-resource-keys', ['http'], ['host/resource-read-reserved-keys']],
+    ['accepts-non-object-resource-meta', ['stdio'], ['host/resource-read-non-object-meta']],
+    ['rejects-null-resource-meta', ['http'], ['host/resource-read-null-meta']],
+    ['resource-meta-dropped', ['stdio'], ['host/resource-read-meta-forwarded']],
+  ];
+
+  test('the matrix names every defect the fixture has', async () => {
+    const listed = await new Promise<string>((resolve) => {
+      const child = spawn(process.execPath, [brokenHost, '--list-defects']);
+      let out = '';
+      child.stdout.on('data', (c) => (out += c));
+      child.on('close', () => resolve(out));
+    });
+    expect(listed.trim().split('\n').map((l) => l.split(/\s+/)[0]).sort()).toEqual(matrix.map(([d]) => d).sort());
+  });
+
+  test('every host check is failed by some defect', () => {
+    const failed = new Set(matrix.flatMap(([, , fails]) => fails));
+    expect(hostCheckDefs.map((c) => c.id).filter((id) => !failed.has(id))).toEqual([]);
+  });
+
+  // Only the scenarios the aimed-at checks need are run (plus every other check judged from them).
+  const scenarioOf = new Map(hostChecks.map((c) => [c.id, c.scenario]));
+  describe.concurrent('each defect fails exactly the checks aimed at it', () => {
+    test.each(matrix)('%s', async (defect, transports, fails) => {
+      const scenarios = new Set(fails.map((id) => scenarioOf.get(id)!));
+      const judged = hostChecks.filter((c) => scenarios.has('exec + app-server') || scenarios.has(c.scenario)).map((c) => c.id);
+      const report = await runBroken(defect, judged, transports);
+      const failing = report.results.filter((r) => r.status === 'fail' || r.status === 'warn').map(key).sort();
+      const expected = report.results.filter((r) => fails.includes(r.id)).map(key).sort();
+      expect(failing, report.results.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`).join('\n')).toEqual(expected);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(report.results.filter((r) => r.status === 'skip' || r.status === 'error').map(key)).toEqual([]);
+    }, 120_000);
+  });
+
+  test('CLI: every check fails against the fixture with all its defects (exit 1), the tally last', async () => {
+    const { code, stdout } = await slot(() => cli(['host', '--codex', brokenHost]));
+    expect(code, stdout).toBe(1);
+    for (const check of hostChecks) {
+      for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`(FAIL|WARN)\\s+${check.id}\\s+${transport}\\s`));
+    }
+    expect(stdout).not.toMatch(/^PASS/m);
+    expect(lastLine(stdout)).toMatch(/^0 passed, \d+ failed, 0 skipped, 2 warnings$/);
+    expect(hostRunDirs()).toEqual([]);
+  }, 180_000);
+});
+
+describe('the CLI', () => {
+  test('host --help documents the host and the transports', async () => {
+    const { code, stdout } = await cli(['host', '--help']);
+    expect(code).toBe(0);
+    for (const flag of ['--codex', '--transport', '--think-ms', '--only', 'BROKEN_HOST_DEFECTS']) expect(stdout).toContain(flag);
+  });
+  test('host --list and --explain show the host checks', async () => {
+    const list = await cli(['host', '--list']);
+    expect(list.code).toBe(0);
+    for (const check of hostCheckDefs) expect(list.stdout).toContain(check.id);
+    const explain = await cli(['host', '--explain', 'host/resource-read-reserved-keys']);
+    expect(explain.code).toBe(0);
+    expect(explain.stdout).toContain('HOST-3');
+  });
+  test('usage errors exit 2, a missing host exits 4', async () => {
+    expect((await cli(['host', '--transport', 'carrier-pigeon'])).code).toBe(2);
+    expect((await cli(['host', '--only', 'nothing/*'])).code).toBe(2);
+    const missing = await cli(['host', '--codex', '/nonexistent/codex']);
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toContain('/nonexistent/codex');
+  });
+});
+
+describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` (skipped: ${realCodex.missing})` : ''}`, () => {
+  test('passes every MUST host check over stdio and HTTP (exit 0)', async () => {
+    const { code, stdout, ms } = await slot(() => cli(['host']));
+    console.log(`host mode against real Codex: ${ms} ms`);
+    expect(code, stdout).toBe(0);
+    for (const check of hostChecks.filter((c) => c.level === 'MUST')) {
+      for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
+    }
+    // Codex 0.171.0 keeps sending the workspace-write state after a turn switches to read-only
+    // (see README, "Host mode"); a warning today. A Codex that fixes it passes.
+    expect(stdout).toMatch(/(WARN|PASS)\s+host\/state-follows-policy-change\s+stdio\s/);
+    expect(hostRunDirs()).toEqual([]);
+  }, 300_000);
+});

@@ -1,0 +1,206 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseJunit, type TestCase } from 'junit2json';
+import { afterAll, describe, expect, test } from 'vitest';
+import { escapeData, escapeProperty, renderGithub } from '../../cli/reporters/github.js';
+import { renderHtml } from '../../cli/reporters/html.js';
+import { parseReporters } from '../../cli/reporters/index.js';
+import { renderJson } from '../../cli/reporters/json.js';
+import { renderJunit } from '../../cli/reporters/junit.js';
+import { MARKDOWN_BUDGET, renderMarkdown } from '../../cli/reporters/markdown.js';
+import { redactArgv, redactText, writeTranscripts } from '../../cli/transcripts.js';
+import { UsageError } from '../../cli/config.js';
+import { reportValidator } from '../fixtures/report-validator.js';
+import { NASTY, syntheticData, syntheticResults } from '../fixtures/synthetic-report.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'msc-reporters-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('json', () => {
+  const validate = reportValidator();
+  test('a run with every status validates against the shipped schema', () => {
+    const doc = JSON.parse(renderJson(syntheticData()));
+    expect(validate(doc), JSON.stringify(validate.errors, null, 2)).toBe(true);
+    expect(doc.schemaVersion).toBe(1);
+    expect(new Set(doc.checks.map((c: { status: string }) => c.status))).toEqual(new Set(['pass', 'fail', 'warn', 'xfail', 'xpass', 'error', 'skip']));
+    expect(doc.summary).toMatchObject({ total: 8, passed: 1, failed: 2, warnings: 1, xfail: 1, xpass: 1, errors: 1, skipped: 1 });
+  });
+  test('the schema is not a rubber stamp', () => {
+    const doc = JSON.parse(renderJson(syntheticData()));
+    doc.checks[0].status = 'passed';
+    delete doc.contract;
+    expect(validate(doc)).toBe(false);
+    expect(validate.errors!.map((e: { instancePath: string; message?: string }) => e.instancePath + ' ' + e.message).join('\n')).toMatch(/contract|status/);
+  });
+  test('transcripts are referenced, not inlined: a count, and the file when one was written', () => {
+    const doc = JSON.parse(renderJson(syntheticData()));
+    const forwarding = doc.checks.find((c: { id: string }) => c.id === 'forwarding/state-unchanged');
+    expect(forwarding.transcript).toEqual({ entries: 4, file: 't/forwarding_scenario.stdio.jsonl' });
+    expect(doc.checks[0].transcript).toEqual({ entries: 4 });
+    expect(JSON.stringify(doc)).not.toContain('sk-live');
+  });
+  test('baseline marks and the skip reason are carried', () => {
+    const doc = JSON.parse(renderJson(syntheticData()));
+    const byId = (id: string) => doc.checks.find((c: { id: string }) => c.id === id);
+    expect(byId('launcher/absent-fails-closed').baseline).toEqual({ id: 'launcher/absent-fails-closed', reason: 'tracked in #12', was: 'fail' });
+    expect(byId('launcher/not-an-object').baseline).toMatchObject({ id: 'launcher/not-an-*', was: 'pass' });
+    expect(byId('transport/http-fails-closed').skipReason).toBe('not-applicable');
+    expect(doc.baseline.staleEntries).toEqual([{ id: 'launcher/not-an-*', reason: 'fixed upstream, not released' }]);
+  });
+});
+
+describe('junit', () => {
+  const parsed = async () => {
+    const xml = renderJunit(syntheticData());
+    const doc = await parseJunit(xml);
+    const cases = (doc as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []);
+    return { xml, doc, cases, byName: (name: string) => cases.find((c) => c.name === name)! };
+  };
+  test('parses as JUnit: a testcase per check, classname = area, transport in the name (the run has both)', async () => {
+    const { doc, cases } = await parsed();
+    expect(cases).toHaveLength(syntheticResults().length);
+    for (const c of cases) expect(c.name).toMatch(/ \((stdio|http)\)$/);
+    expect(cases.map((c) => c.classname)).toEqual(syntheticResults().map((r) => r.id.split('/')[0]));
+    expect(doc).toMatchObject({ tests: 8, failures: 3, errors: 1 });
+  });
+  test('a failure carries its message, diff and transcript path; characters survive the round trip', async () => {
+    const { byName } = await parsed();
+    const http = byName('advertised (http)');
+    expect(http.failure![0]!.message).toBe(`capability missing ${NASTY}`);
+    expect(http.failure![0]!.inner).toContain('- missing  experimental.codex/sandbox-state (was {})');
+    expect(http.failure![0]!.inner).toContain(']]>');
+    const forwarding = byName('state-unchanged (stdio)');
+    expect(forwarding.failure![0]!.inner).toContain('transcript: t/forwarding_scenario.stdio.jsonl');
+    expect(forwarding.failure![0]!.inner).toContain('~ changed  a: 1 -> 2');
+  });
+  test('expected failures are skipped with the baseline reason; a stale entry is a failure; warnings pass', async () => {
+    const { byName } = await parsed();
+    expect(byName('absent-fails-closed (stdio)').skipped![0]!.message).toBe('expected failure (baseline): tracked in #12');
+    expect(byName('not-an-object (stdio)').failure![0]!.message).toMatch(/passes now, but baseline/);
+    expect(byName('http-fails-closed (http)').skipped![0]!.message).toMatch(/^not-applicable: needs a Streamable HTTP target/);
+    expect(byName('missing-file (stdio)').error![0]!.message).toBe('scenario crashed: Error: boom');
+    const warn = byName('conflict-prefers-current (stdio)');
+    expect(warn.failure).toBeUndefined();
+    expect(warn['system-out']![0]).toMatch(/^WARNING \(SHOULD, does not fail the run\)/);
+  });
+  test('without both transports, names are the bare check names', async () => {
+    const data = syntheticData();
+    data.report.results = data.report.results.filter((r) => r.transport === 'stdio');
+    const doc = await parseJunit(renderJunit(data));
+    const names = (doc as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []).map((c) => c.name);
+    expect(names).toContain('state-unchanged');
+  });
+});
+
+describe('markdown', () => {
+  test('a table row per check, a section per finding, pipes and HTML neutralised', () => {
+    const md = renderMarkdown(syntheticData());
+    const rows = md.split('\n').filter((line) => /^\| (✅|❌|⚠️|⏭️|💥|🟡|🔴) /.test(line));
+    expect(rows).toHaveLength(syntheticResults().length);
+    for (const row of rows) expect(row.split(/(?<!\\)\|/).length).toBe(8); // 6 cells (transport included) + the two outer bars
+    expect(md).toMatch(/^#### ❌ FAIL `capability\/advertised \(http\)` — CAP-1, MUST$/m);
+    expect(md).toMatch(/^#### 🔴 XPASS `launcher\/not-an-object \(stdio\)` /m);
+    expect(md).toMatch(/^#### 🟡 XFAIL `launcher\/absent-fails-closed \(stdio\)` /m);
+    expect(md).toContain('Transcript: `t/forwarding_scenario.stdio.jsonl`');
+    expect(md).toContain('**Stale baseline entries**');
+    expect(md).toContain('- id: forwarding/state-unchanged');
+    // Outside code blocks (where it shows as typed) no HTML from a server gets through.
+    const prose = md.replace(/^(`{3,})[^\n]*\n[\s\S]*?\n\1$/gm, '');
+    expect(md).toContain('<script>alert(1)</script>');
+    expect(prose).not.toContain('<script>');
+    expect(prose).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+  });
+  test('stays under the 1 MiB step-summary limit however large the values', () => {
+    const data = syntheticData();
+    const huge = 'x'.repeat(50_000);
+    const base = data.report.results[1]!;
+    data.report.results = Array.from({ length: 200 }, (_, i) => ({ ...base, message: `${i} ${huge}`, expected: huge, actual: { huge }, diff: Array(100).fill(huge) }));
+    const md = renderMarkdown(data);
+    expect(Buffer.byteLength(md)).toBeLessThan(1024 * 1024);
+    expect(md.length).toBeLessThan(MARKDOWN_BUDGET + 100_000);
+    expect(md).toMatch(/more findings left out/);
+    expect(md).toMatch(/more characters \(the JSON report has everything\)/);
+  });
+});
+
+describe('github annotations', () => {
+  test('escaping: % CR LF in messages; also : and , in properties', () => {
+    expect(escapeData('100%\r\nnext')).toBe('100%25%0D%0Anext');
+    expect(escapeProperty('a:b,c%\n')).toBe('a%3Ab%2Cc%25%0A');
+  });
+  test('one ::error per failing check, ::warning per SHOULD warning, each on one line', () => {
+    const out = renderGithub(syntheticData());
+    const lines = out.trimEnd().split('\n');
+    for (const line of lines) expect(line).toMatch(/^::(error|warning) title=[^:]*::/);
+    const titles = lines.map((l) => l.match(/^::(\w+) title=([^:]*)::/)!.slice(1).join(' '));
+    expect(titles).toEqual([
+      'error capability/advertised (http)',
+      'error forwarding/state-unchanged (stdio)',
+      'warning aliases/conflict-prefers-current (stdio)',
+      'error launcher/not-an-object (stdio)',
+      'error launcher/missing-file (stdio)',
+      'error baseline baseline.yml',
+    ]);
+    const http = lines[0]!;
+    expect(http).toContain('capability missing pct 100%25 | pipe, comma: colon%0D%0Asecond line');
+    expect(http).toContain('%0A  - missing  experimental.codex/sandbox-state (was {})');
+  });
+  test('a title holding : and , is escaped', () => {
+    const data = syntheticData();
+    data.report.results = [{ ...data.report.results[2]!, id: 'area/with:colon,comma' }];
+    expect(renderGithub(data)).toMatch(/^::error title=area\/with%3Acolon%2Ccomma::/);
+  });
+});
+
+describe('html (static checks; the browser test drives it)', () => {
+  test('self-contained: no external reference, a CSP that forbids fetching, user text escaped', () => {
+    const html = renderHtml(syntheticData());
+    expect(html).not.toMatch(/\s(src|href)=/i);
+    expect(html).not.toMatch(/https?:\/\//);
+    expect(html).toContain(`content="default-src 'none'`);
+    expect(html).not.toContain('<script>alert(1)');
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect((html.match(/<tr class="check"/g) ?? []).length).toBe(syntheticResults().length);
+    expect(html).not.toContain('sk-live');
+  });
+});
+
+describe('transcripts', () => {
+  test('one JSONL file per scenario and transport, secrets redacted', () => {
+    const dir = join(scratch, 'transcripts');
+    const written = writeTranscripts(dir, syntheticResults());
+    const files = readdirSync(dir).sort();
+    // Every scenario+transport with entries; the two results with empty transcripts write nothing.
+    expect(files).toEqual(['aliases_scenario.stdio.jsonl', 'capability_scenario.http.jsonl', 'capability_scenario.stdio.jsonl', 'forwarding_scenario.stdio.jsonl', 'launcher_scenario.stdio.jsonl']);
+    expect(written.get('forwarding/scenario|stdio')).toBe(join(dir, 'forwarding_scenario.stdio.jsonl'));
+    const lines = readFileSync(join(dir, 'launcher_scenario.stdio.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ dir: 'meta', scenario: 'launcher/scenario', transport: 'stdio', checks: ['launcher/absent-fails-closed', 'launcher/not-an-object', 'launcher/missing-file'] });
+    expect(lines.slice(1).map((l) => l.dir)).toEqual(['host->server', 'server->host', 'server-stderr', 'note']);
+    expect(lines[1].message.params.headers).toEqual({ Authorization: '[redacted]', Cookie: '[redacted]' });
+    expect(lines[3].text).toBe('debug: Authorization: [redacted]\n');
+    expect(lines.every((l) => l.dir === 'meta' || typeof l.t === 'number')).toBe(true);
+  });
+  test('redaction of command lines and URLs', () => {
+    expect(redactText('node s.js --token abc --api-key=xyz --port 3')).toBe('node s.js --token [redacted] --api-key=[redacted] --port 3');
+    expect(redactText('API_KEY=sek node s.js')).toBe('API_KEY=[redacted] node s.js');
+    expect(redactText('http://user:pw@127.0.0.1:8/mcp?access_token=t&x=1')).toBe('http://user:[redacted]@127.0.0.1:8/mcp?access_token=[redacted]&x=1');
+    expect(redactArgv(['srv', '--password', 'hunter2', '--secret=s', 'plain'])).toEqual(['srv', '--password', '[redacted]', '--secret=[redacted]', 'plain']);
+  });
+});
+
+describe('--reporter values', () => {
+  test('human is always there; NAME=PATH writes a file', () => {
+    expect(parseReporters([])).toEqual([{ name: 'human' }]);
+    expect(parseReporters(['json=r.json', 'junit'])).toEqual([{ name: 'human' }, { name: 'json', path: 'r.json' }, { name: 'junit' }]);
+  });
+  test.each([
+    [['nope'], /unknown reporter "nope"/],
+    [['json', 'junit'], /only one format can write to stdout \(json, junit\)/],
+    [['github=out.txt'], /github takes no file/],
+    [['json='], /needs a file/],
+  ])('%j is a usage error', (values, message) => {
+    expect(() => parseReporters(values)).toThrow(UsageError);
+    expect(() => parseReporters(values)).toThrow(message);
+  });
+});
