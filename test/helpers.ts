@@ -19,13 +19,15 @@ export interface PlanVariant {
   http?: boolean;
   env?: Record<string, string>;
   jobs?: number;
+  /** Which checks to run (default: all). */
+  select?: (checkId: string) => boolean;
 }
 
 const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
 /** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
 export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}): RunPlan {
-  const { http = true, env = {}, jobs = 2 } = variant;
+  const { http = true, env = {}, jobs = 2, select = () => true } = variant;
   const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
     targets: {
@@ -35,7 +37,7 @@ export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> 
     session: referenceSession,
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, strict: false, ...overrides },
     jobs,
-    select: () => true,
+    select,
   };
 }
 

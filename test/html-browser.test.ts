@@ -89,6 +89,8 @@ describe('the HTML report in headless Chromium', () => {
     const transcript = failing.locator('details.transcript pre');
     await failing.locator('details.transcript summary').click();
     expect(await transcript.isVisible()).toBe(true);
+    // The page fills the transcript when it is opened: wait for it rather than race it.
+    await expect.poll(() => transcript.innerText()).toContain('"method":"tools/call"');
     const text = await transcript.innerText();
     expect(text).toMatch(/host->server\s+\{"jsonrpc":"2.0","id":0,"method":"initialize"/);
     expect(text).toContain('"method":"tools/call"');

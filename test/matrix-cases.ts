@@ -1,0 +1,98 @@
+import { describe, expect, test } from 'vitest';
+import type { RunPlan } from '../suites/runner.js';
+import { idsWith, mutantsServer, runAgainst, type PlanVariant } from './helpers.js';
+
+/**
+ * The self-test: the reference passes every check, and each mutant (the reference with one
+ * defect) fails exactly the checks aimed at that defect, no more. `warn` lists SHOULD findings.
+ */
+interface Case {
+  fail: string[];
+  warn?: string[];
+  /** Also run it over Streamable HTTP (only where the defect shows there: it doubles the cost). */
+  http?: boolean;
+  /** The mutant to run, when the case name is not the mutant's name. */
+  mutant?: string;
+  options?: Partial<RunPlan['options']>;
+  variant?: PlanVariant;
+}
+const both = (id: string) => [id, id]; // once over stdio, once over HTTP
+
+const LAUNCHER_FAIL_CLOSED = [
+  'launcher/absent-fails-closed',
+  'launcher/missing-file',
+  'launcher/not-an-object',
+  'launcher/not-executable',
+  'launcher/relative-path',
+];
+
+export const matrix: Record<string, Case> = {
+  'path-search': { fail: ['launcher/runs-given-executable'] },
+  'drops-unknown-fields': { fail: ['forwarding/state-unchanged'] },
+  'adds-field': { fail: ['forwarding/state-unchanged'] },
+  'extra-flag': { fail: ['forwarding/argv-shape'] },
+  'split-state': { fail: ['forwarding/argv-shape', 'forwarding/state-unchanged'] },
+  'shell-wraps-command': { fail: ['forwarding/argv-shape'] },
+  'runs-without-launcher': { http: true, fail: [...LAUNCHER_FAIL_CLOSED, 'transport/http-fails-closed'] },
+  'accepts-malformed-launcher': { fail: ['launcher/not-an-object', 'launcher/relative-path'] },
+  'runs-without-state': { fail: ['launcher/state-missing', 'launcher/state-not-object'] },
+  'rejects-both-keys': { fail: ['aliases/both-keys'] },
+  'ignores-deprecated-key': { fail: ['aliases/deprecated-key-only'] },
+  // Reading only the deprecated key also means preferring it when the two disagree.
+  'ignores-current-key': { fail: ['aliases/current-key-only'], warn: ['aliases/conflict-prefers-current'] },
+  // Over both transports: each capability finding shows once for stdio and once for HTTP.
+  'slow-but-in-budget': {
+    mutant: 'slow-when-crowded',
+    fail: [],
+    warn: ['catalog/startup-headroom'],
+    options: { startupTimeoutMs: 10_000 },
+    variant: { http: false, jobs: 1, env: { SLOW_WHEN_CROWDED_MS: '6000', CROWD_KEY: 'in-budget' } },
+  },
+  'no-capability': { http: true, fail: ['capability/advertised', 'capability/advertised'], warn: ['capability/current-name', 'capability/current-name'] },
+  'capability-deprecated-name': { http: true, fail: [], warn: ['capability/current-name', 'capability/current-name'] },
+  'capability-top-level': { http: true, fail: ['capability/advertised', 'capability/advertised'], warn: ['capability/current-name', 'capability/current-name'] },
+  'capability-not-object': { http: true, fail: ['capability/advertised', 'capability/advertised'], warn: ['capability/current-name', 'capability/current-name'] },
+  'http-runs-directly': { http: true, fail: ['transport/http-fails-closed'] },
+  'launcher-over-http': { http: true, fail: [], warn: ['transport/http-ignores-launcher'] },
+  'sorts-keys': { fail: [], warn: ['forwarding/state-fidelity'] },
+  'prefers-deprecated-key': { fail: [], warn: ['aliases/conflict-prefers-current'] },
+  'merges-keys': { fail: [], warn: ['aliases/conflict-prefers-current'] },
+  'launcher-from-arguments': { fail: ['authority/arguments-are-not-authority'] },
+  'state-from-arguments': { fail: ['authority/arguments-are-not-authority'] },
+  'caches-results': { fail: ['authority/no-result-reuse-across-state'] },
+  'session-ignores-state': { fail: ['authority/session-state-change'] },
+  'session-ignores-launcher': { fail: ['authority/session-launcher-change'] },
+  'global-state': { fail: [], warn: ['authority/concurrent-calls-isolated'] },
+  'resource-requires-sandbox-keys': { http: true, fail: [...both('resources/read-with-caller-meta'), ...both('resources/read-without-sandbox-keys')] },
+  'resource-rejects-caller-meta': { http: true, fail: both('resources/read-with-caller-meta') },
+  'catalog-varies': { http: true, fail: both('catalog/same-across-startups') },
+  'catalog-varies-opted-out': { http: true, fail: [], warn: both('catalog/no-cache-opt-out') },
+  'catalog-changes-silently': { http: true, fail: both('catalog/stable-on-relist') },
+  // Slow only when 4+ instances run at once (the catalog burst); stdio only, one job, so only that burst crowds.
+  'slow-when-crowded': {
+    fail: ['catalog/startup-within-timeout'],
+    warn: ['catalog/startup-headroom'],
+    options: { startupTimeoutMs: 10_000 },
+    variant: { http: false, jobs: 1, env: { SLOW_WHEN_CROWDED_MS: '12000', CROWD_KEY: 'over-budget' } },
+  },
+};
+
+/** Runs every case whose index has the given parity: the table is split over two test files so
+ * that both vitest workers share it. */
+export function mutantCases(part: 0 | 1): void {
+  describe.concurrent('mutants fail exactly the checks aimed at their defect', () => {
+    Object.entries(matrix).forEach(([mutant, expected], index) => {
+      if (index % 2 !== part) return;
+      test(mutant, async () => {
+        // The catalog scenario starts four servers at once; it runs for the catalog mutants (and
+        // the reference), where a defect can show, and is left out of the others to keep this fast.
+        const catalog = mutant.includes('catalog') || mutant.includes('slow') || mutant.includes('crowded');
+        const select = catalog ? undefined : (id: string) => !id.startsWith('catalog/');
+        const report = await runAgainst([mutantsServer, expected.mutant ?? mutant], expected.options, { http: expected.http ?? false, select, ...expected.variant });
+        expect(idsWith(report.results, 'fail')).toEqual([...expected.fail].sort());
+        expect(idsWith(report.results, 'warn')).toEqual([...(expected.warn ?? [])].sort());
+        expect(idsWith(report.results, 'error')).toEqual([]);
+      });
+    });
+  });
+}
