@@ -1,6 +1,8 @@
 import type { RunReport } from '../suites/runner.js';
 
 export const EXIT = { ok: 0, violations: 1, usage: 2, incomplete: 3, targetFailed: 4 } as const;
+/** Stopped by a signal (128 + its number), after the servers were killed and the temp files removed. */
+export const EXIT_SIGNAL = { SIGINT: 130, SIGTERM: 143 } as const;
 
 /** 4 when the target never started; 1 for violations; 3 when a check that applies could not run. */
 export function exitCodeFor(report: RunReport): number {

@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
-import { killAllLiveGroups } from '../harness/stdio-transport.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, killAllLiveGroups, setMaxMessageBytes } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
-import { removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
+import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
 import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, parseSessionFlag, UsageError } from './config.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
+import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
 import { emitResults, resultOptions } from './results.js';
 import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound } from './target.js';
@@ -65,6 +66,21 @@ async function main(argv: string[]): Promise<number> {
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })
     .option('startup-timeout', { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' })
     .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
+    .option('scenario-timeout', {
+      type: 'number',
+      describe: 'Seconds for one scenario, its server startups included; on expiry its checks are errors [default: 2 x startup + 3 x call timeout, 240 s with their defaults]',
+      group: 'Run:',
+    })
+    .option('run-timeout', {
+      type: 'number',
+      describe: `Seconds for the whole run; on expiry running scenarios are errors and the rest could not run [default: ${DEFAULT_RUN_TIMEOUT_MS / 1000}]`,
+      group: 'Run:',
+    })
+    .option('max-message-mb', {
+      type: 'number',
+      describe: `Largest message accepted from a stdio server, in MB; a bigger one ends the connection [default: ${DEFAULT_MAX_MESSAGE_BYTES / 1024 / 1024}]`,
+      group: 'Run:',
+    })
     .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios run at once, each with its own server', group: 'Run:' })
     .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
     .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
@@ -73,7 +89,8 @@ async function main(argv: string[]): Promise<number> {
     .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
     .epilog(
       [
-        'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start.',
+        'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start, 130/143 interrupted by SIGINT/SIGTERM (servers killed, temp files removed).',
+        'A live progress line goes to stderr on a terminal (not when output is redirected or CI is set).',
         'Docs: README.md; each check: mcp-sandbox-conformance explain <id>.',
       ].join('\n'),
     )
@@ -121,7 +138,14 @@ async function main(argv: string[]): Promise<number> {
   const env = { ...config.env, ...parseEnvPairs(many(args.env)) };
   const execArgs = parseExecArgs(args['exec-args']);
   if (execArgs !== undefined && !args['exec-tool']) throw new UsageError('--exec-args needs --exec-tool');
-  for (const [flag, value] of [['startup-timeout', args['startup-timeout']], ['call-timeout', args['call-timeout']], ['jobs', args.jobs]] as const) {
+  for (const [flag, value] of [
+    ['startup-timeout', args['startup-timeout']],
+    ['call-timeout', args['call-timeout']],
+    ['scenario-timeout', args['scenario-timeout']],
+    ['run-timeout', args['run-timeout']],
+    ['max-message-mb', args['max-message-mb']],
+    ['jobs', args.jobs],
+  ] as const) {
     if (value !== undefined && !(Number(value) > 0)) throw new UsageError(`--${flag} must be a positive number`);
   }
 
@@ -155,19 +179,33 @@ async function main(argv: string[]): Promise<number> {
       strict: args.strict || args['fail-on'] === 'should',
     },
     jobs: Math.floor(args.jobs),
+    scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? args['scenario-timeout'] * 1000 : undefined,
+    runTimeoutMs: args['run-timeout'] !== undefined ? args['run-timeout'] * 1000 : undefined,
     select: (id) => selected.some((c) => c.id === id),
   };
 
-  const report = await runSuite(plan, allScenarios);
+  plan.scenarioTimeoutMs ??= defaultScenarioTimeoutMs(plan.options);
+  if (args['max-message-mb'] !== undefined) setMaxMessageBytes(Math.floor(args['max-message-mb'] * 1024 * 1024));
+  const progress = createProgress();
+  plan.onProgress = progress.onProgress;
+  let report;
+  try {
+    report = await runSuite(plan, allScenarios);
+  } finally {
+    progress.stop();
+  }
   const targetText = [command.join(' '), args.url ?? args['http-command'] ?? ''].filter(Boolean).join(' + HTTP: ');
   return emitResults(report, args, { target: targetText, version, checks: allChecks });
 }
 
-onSignal('SIGINT', 130);
-onSignal('SIGTERM', 143);
+onSignal('SIGINT', EXIT_SIGNAL.SIGINT);
+onSignal('SIGTERM', EXIT_SIGNAL.SIGTERM);
 main(hideBin(process.argv)).then(
   (code) => {
     process.exitCode = code;
+    // Everything the run started is gone by now; should a stray handle (a socket to a server
+    // that never answers) keep the event loop alive, do not wait for it.
+    setTimeout(() => process.exit(code), 1000).unref();
   },
   (error: unknown) => {
     if (error instanceof UsageError) {

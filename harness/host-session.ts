@@ -8,6 +8,7 @@ import {
   type SandboxEntries,
   type Transport as TransportKind,
 } from './codex-wire.js';
+import { currentScope, type ProcessScope } from './process-group.js';
 import type { Transcript } from './transcript.js';
 import { isObject } from './json.js';
 
@@ -36,10 +37,46 @@ export class TargetStartError extends Error {
   }
 }
 
+/** The harness gave up on a connection (e.g. a message over the size cap): the reason replaces "connection closed". */
+export class ConnectionFailure extends Error {}
+
 interface Pending {
   resolve: (outcome: RawOutcome) => void;
   timer: NodeJS.Timeout;
 }
+
+/** Why a message from the server is not a valid JSON-RPC 2.0 message, or undefined when it is one. */
+export function envelopeProblem(message: unknown): string | undefined {
+  if (!isObject(message)) return `not a JSON object (${Array.isArray(message) ? 'an array' : message === null ? 'null' : typeof message})`;
+  if (message.jsonrpc !== '2.0') return `"jsonrpc" is ${JSON.stringify(message.jsonrpc) ?? 'missing'}, not "2.0"`;
+  if (typeof message.method === 'string') {
+    if ('id' in message && typeof message.id !== 'string' && typeof message.id !== 'number') return 'a request whose id is not a string or a number';
+    return undefined;
+  }
+  if ('method' in message) return '"method" is not a string';
+  const hasResult = 'result' in message;
+  const hasError = 'error' in message;
+  if (hasResult && hasError) return 'a response with both "result" and "error"';
+  if (!hasResult && !hasError) return 'neither a request nor a response (no "method", "result" or "error")';
+  if (typeof message.id !== 'string' && typeof message.id !== 'number' && !(hasError && message.id === null)) return 'a response whose id is not a string or a number';
+  if (hasError) {
+    const error = message.error;
+    if (!isObject(error) || typeof error.code !== 'number' || !Number.isInteger(error.code) || typeof error.message !== 'string') {
+      return '"error" is not an object with an integer "code" and a string "message"';
+    }
+  }
+  return undefined;
+}
+
+const excerpt = (value: unknown, max = 120): string => {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+};
 
 
 /**
@@ -53,6 +90,12 @@ export class HostSession {
   private nextCall = 1;
   private readonly pending = new Map<number, Pending>();
   private closedDetail?: string;
+  private failure?: string;
+  private handshaking = false;
+  /** Responses whose id matches no request of ours, and messages that are not valid JSON-RPC, for the timeout explanation. */
+  private readonly unknownIds: unknown[] = [];
+  private readonly invalid: string[] = [];
+  private readonly scope: ProcessScope | undefined = currentScope();
   readonly thread: CodexThread = newThread();
 
   constructor(
@@ -62,8 +105,18 @@ export class HostSession {
     private readonly describeExit: () => string = () => 'connection closed',
   ) {
     transport.onmessage = (message) => this.onMessage(message);
-    transport.onclose = () => this.failAll(this.describeExit());
-    transport.onerror = (error) => transcript.note(`transport error: ${error.message}`);
+    transport.onclose = () => this.failAll(this.failure ?? this.describeExit());
+    transport.onerror = (error) => {
+      if (error instanceof ConnectionFailure) this.failure ??= error.message;
+      else transcript.note(`transport error: ${error.message}`);
+    };
+    // The runner aborts a job (scenario or run timeout, a target dead at startup): every pending
+    // request ends now with that reason, and the server is stopped.
+    this.scope?.onAbort((reason) => {
+      this.failure ??= reason;
+      this.failAll(reason);
+      void this.transport.close().catch(() => undefined);
+    });
   }
 
   async start(): Promise<void> {
@@ -71,7 +124,7 @@ export class HostSession {
   }
 
   private failAll(detail: string): void {
-    this.closedDetail = detail;
+    this.closedDetail ??= detail;
     for (const [id, pending] of this.pending) {
       clearTimeout(pending.timer);
       pending.resolve({ kind: 'closed', detail });
@@ -80,6 +133,21 @@ export class HostSession {
   }
 
   private onMessage(message: JSONRPCMessage): void {
+    const problem = envelopeProblem(message);
+    if (problem !== undefined) {
+      this.invalid.push(problem);
+      this.transcript.note(`not a valid JSON-RPC message: ${problem}`);
+      // A malformed answer to a pending request ends that request: it got no usable answer.
+      const raw: unknown = message;
+      const id = isObject(raw) ? raw.id : undefined;
+      const pending = typeof id === 'number' ? this.pending.get(id) : undefined;
+      if (pending && typeof id === 'number') {
+        this.pending.delete(id);
+        clearTimeout(pending.timer);
+        pending.resolve({ kind: 'closed', detail: `the server answered with an invalid JSON-RPC message (${problem}): ${excerpt(message)}` });
+      }
+      return;
+    }
     const msg = message as Record<string, unknown>;
     if (typeof msg.method === 'string' && msg.id !== undefined) {
       void this.answerServerRequest(msg.id, msg.method);
@@ -88,7 +156,11 @@ export class HostSession {
     if (typeof msg.method === 'string') return; // a notification: logged by the recorder
     const id = typeof msg.id === 'number' ? msg.id : Number.NaN;
     const pending = this.pending.get(id);
-    if (!pending) return; // unknown id: stays in the transcript for checks to see
+    if (!pending) {
+      // Unknown id: it stays in the transcript for checks to see, and explains a timeout.
+      if (!(typeof msg.id === 'number' && msg.id < this.nextId)) this.unknownIds.push(msg.id);
+      return;
+    }
     this.pending.delete(id);
     clearTimeout(pending.timer);
     if (isObject(msg.error)) pending.resolve({ kind: 'error', error: msg.error, message });
@@ -107,6 +179,18 @@ export class HostSession {
   }
 
   request(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
+    const outcome = this.rawRequest(method, params, timeoutMs);
+    if (this.handshaking) return outcome;
+    // After startup, a request that got no answer makes the scenario's verdicts suspect (see the runner).
+    return outcome.then((result) => {
+      if ((result.kind === 'timeout' || result.kind === 'closed') && this.scope && !(result.kind === 'closed' && result.detail === HOST_CLOSED)) {
+        this.scope.brokenCalls.push(`${method}: ${this.explain(result)}`);
+      }
+      return result;
+    });
+  }
+
+  private rawRequest(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
     if (this.closedDetail) return Promise.resolve({ kind: 'closed', detail: this.closedDetail });
     const id = this.nextId++;
     const message: Record<string, unknown> = { jsonrpc: '2.0', id, method };
@@ -120,9 +204,25 @@ export class HostSession {
       this.transport.send(message as JSONRPCMessage).catch((error: Error) => {
         this.pending.delete(id);
         clearTimeout(timer);
-        resolve({ kind: 'closed', detail: this.closedDetail ?? error.message });
+        resolve({ kind: 'closed', detail: this.closedDetail ?? errorText(error) });
       });
     });
+  }
+
+  /** An outcome in words, with what the server sent meanwhile that explains a silence. */
+  explain(outcome: RawOutcome, what = `no answer within ${outcome.kind === 'timeout' ? outcome.afterMs : 0} ms`): string {
+    if (outcome.kind !== 'timeout') return describeOutcome(outcome);
+    const hints: string[] = [];
+    if (this.unknownIds.length) {
+      hints.push(`the server sent ${this.unknownIds.length} response${this.unknownIds.length === 1 ? '' : 's'} with an id the host never used (${this.unknownIds.slice(0, 3).map((id) => excerpt(id, 40)).join(', ')})`);
+    }
+    if (this.invalid.length) hints.push(`${this.invalid.length} message${this.invalid.length === 1 ? '' : 's'} that ${this.invalid.length === 1 ? 'is' : 'are'} not valid JSON-RPC (${this.invalid[0]})`);
+    const garbage = this.transcript.entries.filter((e) => e.dir === 'server-stdout-garbage');
+    if (garbage.length) {
+      const first = garbage[0] as { line: string };
+      hints.push(`${garbage.length} stdout line${garbage.length === 1 ? '' : 's'} that ${garbage.length === 1 ? 'is' : 'are'} not JSON, the first: ${JSON.stringify(excerpt(first.line, 80))}`);
+    }
+    return hints.length ? `${what}; meanwhile ${hints.join('; ')}` : what;
   }
 
   async notify(method: string, params?: Record<string, unknown>): Promise<void> {
@@ -136,11 +236,19 @@ export class HostSession {
     const started = Date.now();
     const deadline = started + timeoutMs;
     const left = () => Math.max(1, deadline - Date.now());
-    const describe = (outcome: RawOutcome) =>
-      outcome.kind === 'timeout' ? `no answer within the startup timeout (${timeoutMs} ms)` : describeOutcome(outcome);
+    const describe = (outcome: RawOutcome) => this.explain(outcome, `no answer within the startup timeout (${timeoutMs} ms)`);
+    this.handshaking = true;
+    try {
+      return await this.runHandshake(started, left, describe);
+    } finally {
+      this.handshaking = false;
+    }
+  }
+
+  private async runHandshake(started: number, left: () => number, describe: (outcome: RawOutcome) => string): Promise<Handshake> {
     const init = await this.request('initialize', initializeParams(this.kind), left());
     if (init.kind !== 'result' || !isObject(init.result)) {
-      throw new TargetStartError(`initialize failed: ${describe(init)}`, this.transcript.stderrTail());
+      throw new TargetStartError(`initialize failed: ${init.kind === 'result' ? `the result is not an object: ${excerpt(init.result)}` : describe(init)}`, this.transcript.stderrTail());
     }
     await this.notify('notifications/initialized');
     const tools: Record<string, unknown>[] = [];
@@ -174,9 +282,18 @@ export class HostSession {
   }
 
   close(): Promise<void> {
-    this.failAll('closed by the host');
+    this.failAll(HOST_CLOSED);
     return this.transport.close();
   }
+}
+
+const HOST_CLOSED = 'closed by the host';
+
+/** An error's message with its cause (fetch's "fetch failed" says why only there). */
+function errorText(error: Error): string {
+  const cause = (error as { cause?: unknown }).cause;
+  const causeText = cause instanceof Error ? cause.message : typeof cause === 'string' ? cause : '';
+  return causeText && !error.message.includes(causeText) ? `${error.message} (${causeText})` : error.message;
 }
 
 export function describeOutcome(outcome: RawOutcome): string {

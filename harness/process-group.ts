@@ -1,8 +1,284 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs';
+
+/**
+ * How the harness makes sure nothing it started outlives a run.
+ *
+ * 1. Every server is spawned `detached`, so it leads its own process group; closing it signals the
+ *    whole group: SIGTERM, then SIGKILL after a grace period (only when something is still alive:
+ *    a server that exits on SIGTERM costs no grace).
+ * 2. Before signalling, the server's descendants are read from /proc (parent links), so children
+ *    that moved to a group or session of their own (setsid, `detached`) are signalled too.
+ * 3. Every process the run starts carries `MCP_SANDBOX_CONFORMANCE_RUN=<run marker>` in its
+ *    environment, which its descendants inherit. At the end of the run (and on SIGINT/SIGTERM) a
+ *    sweep of /proc/<pid>/environ kills whatever still carries the marker: that catches daemons
+ *    that double-forked away from their parent. Known limit: a descendant that execs with a
+ *    scrubbed environment (`env -i`) after leaving the session is not found.
+ */
+
+export const RUN_MARKER_ENV = 'MCP_SANDBOX_CONFORMANCE_RUN';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** True while any process of the group led by `pgid` is alive. */
+/**
+ * Where a spawn belongs: the run (its marker, for the final sweep) and, for a job, the switch that
+ * aborts it (scenario timeout, run timeout, a target found dead at startup). Spawners and host
+ * sessions read it from the async context, so the runner needs no handle on each process.
+ */
+export class ProcessScope {
+  readonly marker: string;
+  private reason?: string;
+  private readonly listeners = new Set<(reason: string) => void>();
+  /** Requests of this scope that ended without an answer after startup (see HostSession). */
+  readonly brokenCalls: string[] = [];
+
+  constructor(readonly parent?: ProcessScope) {
+    this.marker = parent?.marker ?? `${process.pid}-${randomBytes(6).toString('hex')}`;
+  }
+
+  get aborted(): string | undefined {
+    return this.reason;
+  }
+  /** Aborts this scope (and every scope whose parent it is, through their onAbort registration). */
+  abort(reason: string): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    const listeners = [...this.listeners];
+    this.listeners.clear();
+    for (const listener of listeners) listener(reason);
+  }
+  /** Calls `listener` with the reason once the scope is aborted (at once if it already is); returns the unsubscribe. */
+  onAbort(listener: (reason: string) => void): () => void {
+    if (this.reason !== undefined) {
+      listener(this.reason);
+      return () => undefined;
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  /** A scope for one job of this run: aborted with the run. */
+  child(): ProcessScope {
+    const scope = new ProcessScope(this);
+    const forget = this.onAbort((reason) => scope.abort(reason));
+    scope.onAbort(() => forget());
+    return scope;
+  }
+  /** Runs `fn` with this scope as the current one. */
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    return storage.run(this, fn);
+  }
+}
+
+const storage = new AsyncLocalStorage<ProcessScope>();
+export const currentScope = (): ProcessScope | undefined => storage.getStore();
+
+/** The environment for a process the harness spawns: the run marker added. */
+export function markedEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const scope = currentScope();
+  return scope ? { ...env, [RUN_MARKER_ENV]: scope.marker } : env;
+}
+
+/** Throws when the current scope is aborted: nothing new starts in an aborted job. */
+export function assertNotAborted(): void {
+  const reason = currentScope()?.aborted;
+  if (reason !== undefined) throw new Error(reason);
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc
+// ---------------------------------------------------------------------------------------------
+
+interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  state: string;
+}
+
+const hasProc = (() => {
+  try {
+    readdirSync('/proc/self');
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * Reads a /proc file into one shared buffer (readFileSync would allocate 64 KB per file, as
+ * procfs reports no size: megabytes of garbage per scan). Returns the bytes read, up to the
+ * buffer's size, or undefined when the file cannot be read.
+ */
+let procBuffer = Buffer.alloc(16 * 1024);
+function readProc(path: string, whole = false): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    let length = 0;
+    for (;;) {
+      const n = readSync(fd, procBuffer, length, procBuffer.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length === procBuffer.length) {
+        if (!whole) break;
+        const bigger = Buffer.alloc(procBuffer.length * 2);
+        procBuffer.copy(bigger);
+        procBuffer = bigger;
+      }
+    }
+    return procBuffer.subarray(0, length);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readStat(pid: number): ProcInfo | undefined {
+  try {
+    const raw = readProc(`/proc/${pid}/stat`);
+    if (!raw) return undefined;
+    const text = raw.toString('latin1');
+    // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { pid, state: fields[0] ?? '?', ppid: Number(fields[1]), pgid: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+function allPids(): number[] {
+  if (!hasProc) return [];
+  try {
+    return readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** The direct children of `pid`, from /proc/<pid>/task/<tid>/children (undefined where the kernel lacks it). */
+let taskChildrenWork = hasProc;
+function childrenOf(pid: number): number[] | undefined {
+  if (!taskChildrenWork) return undefined;
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return []; // gone
+  }
+  const out: number[] = [];
+  for (const tid of tasks) {
+    const raw = readProc(`/proc/${pid}/task/${tid}/children`);
+    if (raw === undefined) {
+      if (!existsSync(`/proc/${pid}/task/${tid}`)) continue; // the thread ended meanwhile
+      taskChildrenWork = false; // no CONFIG_PROC_CHILDREN: scan /proc instead
+      return undefined;
+    }
+    for (const word of raw.toString('latin1').split(' ')) if (word) out.push(Number(word));
+  }
+  return out;
+}
+
+/**
+ * Every live descendant of `root` (not `root` itself), by parent links, whatever its group or
+ * session. Reads each process's children lists (a few files), or scans all of /proc where the
+ * kernel has no such lists.
+ */
+export function descendantsOf(root: number): number[] {
+  const out: number[] = [];
+  let children: Map<number, number[]> | undefined;
+  const childrenByScan = (pid: number) => {
+    if (!children) {
+      children = new Map();
+      for (const p of allPids()) {
+        const info = readStat(p);
+        if (!info || info.state === 'Z') continue;
+        const list = children.get(info.ppid);
+        if (list) list.push(p);
+        else children.set(info.ppid, [p]);
+      }
+    }
+    return children.get(pid) ?? [];
+  };
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    for (const child of childrenOf(pid) ?? childrenByScan(pid)) {
+      if (child === process.pid || out.includes(child)) continue;
+      out.push(child);
+      todo.push(child);
+    }
+  }
+  return out;
+}
+
+/** Live processes (not zombies) whose environment carries this run marker. */
+export function markedProcesses(marker: string): number[] {
+  const needle = Buffer.from(`\0${RUN_MARKER_ENV}=${marker}\0`);
+  const first = Buffer.from(`${RUN_MARKER_ENV}=${marker}\0`);
+  const out: number[] = [];
+  for (const pid of allPids()) {
+    if (pid === process.pid) continue;
+    const environ = readProc(`/proc/${pid}/environ`, true);
+    if (!environ) continue; // gone, or not ours
+    if (environ.includes(needle) || environ.subarray(0, first.length).equals(first)) {
+      if (readStat(pid)?.state !== 'Z') out.push(pid);
+    }
+  }
+  return out;
+}
+
+/** SIGKILLs every process that still carries the run marker; returns how many there were. */
+export function sweepMarked(marker: string): number {
+  const pids = markedProcesses(marker);
+  for (const pid of pids) signalPid(pid, 'SIGKILL');
+  return pids.length;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals
+// ---------------------------------------------------------------------------------------------
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  if (pgid <= 1 || pgid === process.pid) return;
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  if (pid <= 1 || pid === process.pid) return;
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  if (hasProc) {
+    const info = readStat(pid);
+    return info !== undefined && info.state !== 'Z';
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True while any process of the group led by `pgid` exists (zombies awaiting their reaper included). */
 export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
@@ -12,30 +288,80 @@ export function groupAlive(pgid: number): boolean {
   }
 }
 
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // already gone
+/**
+ * True while a process of the group is alive and not a zombie. Orphans are reparented to PID 1,
+ * which may reap them late (seconds, on some init processes): a group of zombies is over.
+ */
+export function groupRunning(pgid: number): boolean {
+  if (!groupAlive(pgid)) return false;
+  if (!hasProc) return true;
+  if (pidAlive(pgid)) return true;
+  for (const pid of allPids()) {
+    const info = readStat(pid);
+    if (info && info.pgid === pgid && info.state !== 'Z') return true;
   }
+  return false;
+}
+
+/** Groups still running, by leader pid: the CLI's signal handlers kill them synchronously. */
+const liveGroups = new Set<number>();
+/** Markers of runs still going, for the signal handlers' sweep. */
+const liveMarkers = new Set<string>();
+
+export function trackGroup(pgid: number): void {
+  liveGroups.add(pgid);
+}
+export function untrackGroup(pgid: number): void {
+  liveGroups.delete(pgid);
+}
+export function trackRunMarker(marker: string): () => void {
+  liveMarkers.add(marker);
+  return () => liveMarkers.delete(marker);
+}
+
+/** Synchronous last resort for signal and exit handlers: SIGKILL every live group, its descendants, and every marked process. */
+export function killEverythingNow(): void {
+  for (const pgid of liveGroups) killProcessGroupNow(pgid);
+  liveGroups.clear();
+  for (const marker of liveMarkers) sweepMarked(marker);
+}
+
+/** SIGKILL, now, to a group and to every descendant of its leader (in any group). */
+export function killProcessGroupNow(pgid: number): void {
+  const descendants = descendantsOf(pgid);
+  signalGroup(pgid, 'SIGKILL');
+  for (const pid of descendants) signalPid(pid, 'SIGKILL');
 }
 
 /**
- * Ends a process started with `detached: true` and everything it spawned into its group:
- * SIGTERM, then SIGKILL after `graceMs`. The server's own children (launched commands,
- * sessions) share its group, so none of them outlives the scenario.
+ * Ends a process started with `detached: true`, everything in its group, and every descendant
+ * that left the group: SIGTERM, then SIGKILL to whatever is left after `graceMs`. Returns as soon
+ * as all of them are gone (polling from 2 ms up to 20 ms), so a server that exits on SIGTERM
+ * costs no grace. Bounded: at most `graceMs` + 1 s.
  */
 export async function killProcessGroup(child: ChildProcess, graceMs = 1000): Promise<void> {
   const pgid = child.pid;
   if (pgid === undefined) return;
-  signalGroup(pgid, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (groupAlive(pgid) && Date.now() < deadline) await sleep(15);
-  if (groupAlive(pgid)) signalGroup(pgid, 'SIGKILL');
-  while (groupAlive(pgid) && Date.now() < deadline + 1000) await sleep(15);
-}
-
-/** Synchronous last resort for process exit handlers, where nothing can be awaited. */
-export function killProcessGroupNow(pgid: number): void {
-  signalGroup(pgid, 'SIGKILL');
+  let descendants = descendantsOf(pgid);
+  const alive = () => descendants.some(pidAlive) || groupRunning(pgid);
+  const send = (signal: NodeJS.Signals) => {
+    signalGroup(pgid, signal);
+    for (const pid of descendants) signalPid(pid, signal);
+  };
+  send('SIGTERM');
+  const wait = async (until: number) => {
+    let pause = 2;
+    while (alive() && Date.now() < until) {
+      await sleep(pause);
+      pause = Math.min(20, pause * 2);
+    }
+  };
+  await wait(Date.now() + graceMs);
+  if (alive()) {
+    // Whatever forked during the grace is a descendant of someone still alive.
+    for (const pid of [...descendants]) if (pidAlive(pid)) descendants.push(...descendantsOf(pid).filter((d) => !descendants.includes(d)));
+    send('SIGKILL');
+    await wait(Date.now() + 1000);
+  }
+  liveGroups.delete(pgid);
 }

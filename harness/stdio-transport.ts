@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { killProcessGroup, killProcessGroupNow } from './process-group.js';
+import { ConnectionFailure } from './host-session.js';
+import { assertNotAborted, killEverythingNow, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
 import type { Transcript } from './transcript.js';
 
 export interface StdioTargetSpec {
@@ -11,19 +12,42 @@ export interface StdioTargetSpec {
   cwd?: string;
 }
 
-const liveGroups = new Set<number>();
-/** Every server group still running; the CLI kills them on SIGINT/SIGTERM. */
-export function killAllLiveGroups(): void {
-  for (const pgid of liveGroups) killProcessGroupNow(pgid);
-  liveGroups.clear();
+/** Default cap on one stdout line (one JSON-RPC message): a bigger one fails the connection. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+let maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
+/** Sets the cap on one message from a stdio server (the CLI's --max-message-mb). */
+export function setMaxMessageBytes(bytes: number): void {
+  maxMessageBytes = bytes;
 }
+
+/** Messages above this size are summarized in the transcript once their scenario is over (see compactTranscript). */
+export const KEEP_MESSAGE_BYTES = 1024 * 1024;
+/** Parsed messages that arrived as a line of more than KEEP_MESSAGE_BYTES, with that size. */
+export const oversizedMessages = new WeakMap<object, number>();
+
+const STDERR_KEEP_BYTES = 1024 * 1024;
+const STDERR_TAIL_CHARS = 4096;
+const GARBAGE_KEEP_LINES = 100;
+const GARBAGE_LINE_CHARS = 1000;
+/** After the server exits, how long to wait for its stdout to close (a leftover child may hold it open). */
+const CLOSE_AFTER_EXIT_MS = 200;
+
+/** Every server group still running; the CLI kills them (and their descendants) on SIGINT/SIGTERM. */
+export function killAllLiveGroups(): void {
+  killEverythingNow();
+}
+
+const mb = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
 
 /**
  * Stdio transport for the SDK's `Transport` interface. We do not use the SDK's
  * StdioClientTransport because it cannot start the server in its own process group (so the
  * server's children could outlive a run), replaces the environment with a short default list,
  * and drops stdout lines that are not valid JSON-RPC, which the suite must report instead.
- * Framing is the same: one JSON message per line.
+ * Framing is the same: one JSON message per line. Hostile output is bounded: one line may hold
+ * at most the message cap (64 MB by default; more fails the connection with that reason), the
+ * transcript keeps the first 1 MB of stderr plus its last 4 KB, and the first 100 non-JSON lines
+ * (1000 characters each).
  */
 export class ProcessGroupStdioTransport implements Transport {
   onclose?: () => void;
@@ -31,9 +55,18 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcess;
-  private buffer = '';
+  /** The current, unfinished line, as raw chunks (a newline byte never occurs inside UTF-8 sequences). */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
   private closed = false;
+  private stderrKept = 0;
+  private stderrSkipped = 0;
+  private stderrTail = '';
+  private garbageLines = 0;
+  private lastStdoutAt = 0;
   exitInfo?: { code: number | null; signal: NodeJS.Signals | null };
+  /** Why the harness gave up on the connection, when it did (e.g. a message over the cap). */
+  failure?: string;
 
   constructor(
     private readonly spec: StdioTargetSpec,
@@ -46,8 +79,14 @@ export class ProcessGroupStdioTransport implements Transport {
 
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
+      try {
+        assertNotAborted();
+      } catch (error) {
+        reject(error);
+        return;
+      }
       const child = spawn(this.spec.command, this.spec.args, {
-        env: this.spec.env,
+        env: markedEnvironment(this.spec.env),
         cwd: this.spec.cwd,
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: true,
@@ -58,49 +97,133 @@ export class ProcessGroupStdioTransport implements Transport {
         else this.onerror?.(error);
       });
       child.once('spawn', () => {
-        if (child.pid !== undefined) liveGroups.add(child.pid);
+        if (child.pid !== undefined) trackGroup(child.pid);
         resolve();
       });
       child.once('exit', (code, signal) => {
         this.exitInfo = { code, signal };
+        // A child the server left behind may hold stdout open: the server is gone all the same,
+        // once what it wrote before exiting has been read (stdout quiet for a moment).
+        const check = () => {
+          if (this.closed) return;
+          const quiet = Date.now() - this.lastStdoutAt;
+          if (quiet >= CLOSE_AFTER_EXIT_MS) this.markClosed();
+          else setTimeout(check, CLOSE_AFTER_EXIT_MS - quiet).unref();
+        };
+        setTimeout(check, CLOSE_AFTER_EXIT_MS).unref();
       });
-      child.once('close', () => {
-        this.closed = true;
-        this.onclose?.();
-      });
+      child.once('close', () => this.markClosed());
       child.stdin?.on('error', () => {
         // The server closed its stdin; the exit handler reports it.
       });
-      child.stdout?.setEncoding('utf8');
-      child.stdout?.on('data', (chunk: string) => this.onStdout(chunk));
+      child.stdout?.on('data', (chunk: Buffer) => this.onStdout(chunk));
       child.stderr?.setEncoding('utf8');
-      child.stderr?.on('data', (chunk: string) => this.transcript.stderr(chunk));
+      child.stderr?.on('data', (chunk: string) => this.onStderr(chunk));
     });
   }
 
-  private onStdout(chunk: string): void {
-    this.buffer += chunk;
-    let newline: number;
-    while ((newline = this.buffer.indexOf('\n')) >= 0) {
-      const line = this.buffer.slice(0, newline).replace(/\r$/, '');
-      this.buffer = this.buffer.slice(newline + 1);
-      if (line.trim() === '') continue;
-      let message: unknown;
-      try {
-        message = JSON.parse(line);
-      } catch {
-        this.transcript.garbage(line);
-        continue;
-      }
-      this.onmessage?.(message as JSONRPCMessage);
+  private markClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.pendingBytes > 0 && !this.failure) {
+      this.recordGarbage(Buffer.concat(this.pending).toString('utf8'), ' (an unfinished line: no newline before the stream ended)');
     }
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.flushStderrTail();
+    this.onclose?.();
+  }
+
+  private onStderr(chunk: string): void {
+    if (this.stderrKept < STDERR_KEEP_BYTES) {
+      this.stderrKept += chunk.length;
+      this.transcript.stderr(chunk);
+      if (this.stderrKept >= STDERR_KEEP_BYTES) this.transcript.note(`the server's stderr passed ${mb(STDERR_KEEP_BYTES)}: only its last ${STDERR_TAIL_CHARS} characters are kept from here`);
+      return;
+    }
+    this.stderrSkipped += chunk.length;
+    this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+  }
+
+  private flushStderrTail(): void {
+    if (this.stderrSkipped === 0) return;
+    const skipped = this.stderrSkipped - this.stderrTail.length;
+    this.transcript.stderr(`\n[… ${skipped} characters of stderr not kept …]\n${this.stderrTail}`);
+    this.stderrSkipped = 0;
+    this.stderrTail = '';
+  }
+
+  private recordGarbage(line: string, suffix = ''): void {
+    this.garbageLines++;
+    if (this.garbageLines <= GARBAGE_KEEP_LINES) {
+      const shown = line.length > GARBAGE_LINE_CHARS ? `${line.slice(0, GARBAGE_LINE_CHARS)}… (${line.length - GARBAGE_LINE_CHARS} more characters)` : line;
+      this.transcript.garbage(shown + suffix);
+    } else if (this.garbageLines === GARBAGE_KEEP_LINES + 1) {
+      this.transcript.note(`more than ${GARBAGE_KEEP_LINES} stdout lines that are not JSON: the rest are not kept`);
+    }
+  }
+
+  private onStdout(chunk: Buffer): void {
+    this.lastStdoutAt = Date.now();
+    if (this.failure) return;
+    let start = 0;
+    let newline: number;
+    while ((newline = chunk.indexOf(0x0a, start)) >= 0) {
+      const piece = chunk.subarray(start, newline);
+      start = newline + 1;
+      if (this.pendingBytes + piece.length > maxMessageBytes) {
+        this.overflow(this.pendingBytes + piece.length);
+        return;
+      }
+      const bytes = this.pendingBytes + piece.length;
+      const raw = this.pendingBytes === 0 ? piece : Buffer.concat([...this.pending, piece], bytes);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.onLine(raw.toString('utf8').replace(/\r$/, ''), bytes);
+      if (this.failure || this.closed) return;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      if (this.pendingBytes + rest.length > maxMessageBytes) {
+        this.overflow(this.pendingBytes + rest.length);
+        return;
+      }
+      this.pending.push(rest);
+      this.pendingBytes += rest.length;
+    }
+  }
+
+  private onLine(line: string, bytes: number): void {
+    if (line.trim() === '') return;
+    let message: unknown;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      this.recordGarbage(line);
+      return;
+    }
+    if (bytes > KEEP_MESSAGE_BYTES && typeof message === 'object' && message !== null) oversizedMessages.set(message, bytes);
+    this.onmessage?.(message as JSONRPCMessage);
+  }
+
+  /** A line over the cap: keep nothing of it, stop the server, and say why. */
+  private overflow(bytes: number): void {
+    this.failure = `the server sent a message over the ${mb(maxMessageBytes)} limit (${bytes} bytes without a newline; see --max-message-mb): connection closed, server stopped`;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.transcript.note(this.failure);
+    this.onerror?.(new ConnectionFailure(this.failure));
+    const child = this.child;
+    child?.stdout?.destroy();
+    if (child) void this.stop(child);
+    this.markClosed();
   }
 
   send(message: JSONRPCMessage): Promise<void> {
     return new Promise((resolve, reject) => {
       const stdin = this.child?.stdin;
       if (!stdin || this.closed || stdin.destroyed) {
-        reject(new Error('server is not running'));
+        reject(new Error(this.failure ?? 'server is not running'));
         return;
       }
       if (stdin.write(JSON.stringify(message) + '\n')) resolve();
@@ -108,11 +231,23 @@ export class ProcessGroupStdioTransport implements Transport {
     });
   }
 
+  private stopping?: Promise<void>;
+  private stop(child: ChildProcess): Promise<void> {
+    this.stopping ??= (async () => {
+      child.stdin?.end();
+      await killProcessGroup(child);
+      if (child.pid !== undefined) untrackGroup(child.pid);
+    })();
+    return this.stopping;
+  }
+
   async close(): Promise<void> {
     const child = this.child;
     if (!child) return;
-    child.stdin?.end();
-    await killProcessGroup(child);
-    if (child.pid !== undefined) liveGroups.delete(child.pid);
+    await this.stop(child);
+    // Stdout may stay open in a descendant we could not reach; the connection is over regardless.
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    this.markClosed();
   }
 }

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
 import { resolveExecAdapter, renderArguments, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
 import { TargetStartError } from '../harness/host-session.js';
-import { ScenarioObservers } from '../harness/observers.js';
+import { ScenarioObservers, type Observations } from '../harness/observers.js';
+import { ProcessScope, sweepMarked, trackRunMarker } from '../harness/process-group.js';
+import { oversizedMessages } from '../harness/stdio-transport.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
 import type { Transport } from '../harness/codex-wire.js';
 import {
@@ -31,7 +33,22 @@ export interface RunPlan {
   realCodex?: string;
   session?: SessionAdapter;
   resourceReadMeta?: Record<string, unknown>;
+  /** Budget of one scenario, startup included (--scenario-timeout); default: defaultScenarioTimeoutMs(options). */
+  scenarioTimeoutMs?: number;
+  /** Budget of the whole run (--run-timeout); default DEFAULT_RUN_TIMEOUT_MS. */
+  runTimeoutMs?: number;
+  /** Called as scenarios start and finish (the CLI's live progress line). */
+  onProgress?: (event: ProgressEvent) => void;
 }
+
+export type ProgressEvent =
+  | { kind: 'start'; total: number }
+  | { kind: 'scenario-start'; scenario: string; transport: Transport }
+  | { kind: 'scenario-end'; scenario: string; transport: Transport; done: number; total: number };
+
+/** A scenario never needs more than two startups and three calls in a row when every step keeps to its own timeout. */
+export const defaultScenarioTimeoutMs = (options: RunOptions): number => 2 * options.startupTimeoutMs + 3 * options.callTimeoutMs;
+export const DEFAULT_RUN_TIMEOUT_MS = 30 * 60 * 1000;
 
 const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
 
@@ -45,6 +62,16 @@ function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
   return undefined;
 }
 
+/** Where the time of one scenario went (ms); `closeMs` is filled in when its servers are gone. */
+export interface ScenarioTiming {
+  scenario: string;
+  transport: Transport;
+  observersMs: number;
+  startupMs: number;
+  runMs: number;
+  closeMs?: number;
+}
+
 export interface RunReport {
   results: CheckResult[];
   /** Set when the target never got through startup in any scenario. */
@@ -52,8 +79,9 @@ export interface RunReport {
   serverInfo?: unknown;
   capabilities?: unknown;
   durationMs: number;
+  /** How much was started: server starts (scenario connections and extra ones), scenarios run, and the time per phase. */
+  stats?: { serverStarts: number; scenariosRun: number; timings: ScenarioTiming[] };
 }
-
 
 /** Codex's opt-in test: either state key under `capabilities.experimental`, with an object value. */
 export function sandboxOptIn(initializeResult: Record<string, unknown>): boolean {
@@ -77,14 +105,41 @@ class Control {
   }
 }
 
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** Messages over 1 MB are summarized once the checks are judged: a run's memory stays bounded. */
+function compactTranscript(connection: Connection | undefined): void {
+  for (const entry of connection?.transcript.entries ?? []) {
+    if (!('message' in entry) || typeof entry.message !== 'object' || entry.message === null) continue;
+    const bytes = oversizedMessages.get(entry.message);
+    if (bytes === undefined) continue;
+    const original = entry.message as Record<string, unknown>;
+    entry.message = { jsonrpc: original.jsonrpc, id: original.id, conformanceNote: `a message of ${bytes} bytes, not kept in the transcript (over 1 MB)` };
+  }
+}
+
+/** True when the scenario saw anything execute: a launch (not Codex's capability probe), the probe, or a trap. */
+const anythingRan = (observations: Observations) =>
+  observations.launches.some((l) => !l.isCapabilityProbe) || observations.probeRuns.length > 0 || observations.trapCalls.length > 0;
+
 export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<RunReport> {
   const started = Date.now();
   const root = mkdtempSync(join(tmpdir(), 'mcp-sandbox-conformance-'));
   liveRunDirs.add(root);
+  const runScope = new ProcessScope();
+  const forgetMarker = trackRunMarker(runScope.marker);
   const control = new Control();
+  const timings: ScenarioTiming[] = [];
   const report: RunReport = { results: [], durationMs: 0 };
-  let anyStarted = false;
-  let deadAtStart: { message: string; stderrTail: string } | undefined;
+  let serverStarts = 0;
+  let scenariosRun = 0;
+  // Per transport: whether a startup ever succeeded, and the first startup failure before that.
+  const startedOnce = new Set<Transport>();
+  const deadAtStart = new Map<Transport, { message: string; stderrTail: string }>();
+  const scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
+  const runTimeoutMs = plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+  let runExpired: string | undefined;
 
   const transports: Transport[] = (['stdio', 'http'] as const).filter((t) => plan.targets[t]);
   // One job per scenario and transport it applies to; a scenario for a transport the plan lacks
@@ -105,10 +160,23 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   // worker never waits on a scenario still queued behind it.
   const controlScenario = scenarios.find((s) => s.isControl);
   const hasControlJob = jobs.some((j) => j.scenario === controlScenario && j.transport === 'stdio');
-  const queue: Job[] = controlScenario && plan.targets.stdio && !hasControlJob ? [{ scenario: controlScenario, transport: 'stdio', runs: true }, ...jobs] : [...jobs];
-  queue.sort((a, b) => Number(Boolean(b.scenario.isControl)) - Number(Boolean(a.scenario.isControl)));
   if (!plan.targets.stdio) control.publish({ works: false, detail: 'no stdio target ran the control call; give the stdio command too' });
+  // Only scenarios that run commands wait on the control: without them it would be a server start for nothing.
+  const needsControl = jobs.some((j) => j.runs && (j.scenario.needs.includes('exec') || j.scenario.checks.some((c) => c.needs.includes('exec'))));
+  const queue: Job[] = controlScenario && plan.targets.stdio && !hasControlJob && needsControl ? [{ scenario: controlScenario, transport: 'stdio', runs: true }, ...jobs] : [...jobs];
+  if (!queue.some((j) => j.scenario === controlScenario && j.transport === 'stdio')) {
+    control.publish({ works: false, detail: 'the control scenario did not run (no selected check runs a command over stdio)' });
+  }
+  queue.sort((a, b) => Number(Boolean(b.scenario.isControl)) - Number(Boolean(a.scenario.isControl)));
   const resultsByJob = new Map<Job, CheckResult[]>();
+
+  // Jobs under way, with their scopes: a target found dead at startup aborts the others of its transport.
+  const inFlight = new Map<Job, ProcessScope>();
+  // Servers being stopped in the background while the workers go on; awaited before the run ends.
+  const closing: Promise<unknown>[] = [];
+  // Every scenario's work, also those given up on (a timeout): awaited, briefly, before the temp dir goes.
+  const works: Promise<unknown>[] = [];
+  let done = 0;
 
   const runOne = async (job: Job, index: number): Promise<void> => {
     const { scenario } = job;
@@ -122,32 +190,98 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       if (verdict) verdicts.set(check.id, verdict);
     }
     const target = plan.targets[job.transport];
-    if (deadAtStart) {
-      for (const check of scenario.checks) verdicts.set(check.id, couldNotRun(`target failed to start: ${deadAtStart.message}`));
+    const dead = deadAtStart.get(job.transport);
+    const undecided = (verdict: Verdict) => {
+      for (const check of scenario.checks) if (!verdicts.has(check.id)) verdicts.set(check.id, verdict);
+    };
+    if (dead) {
+      undecided(couldNotRun(`target failed to start: ${dead.message}`));
+    } else if (runExpired) {
+      undecided(couldNotRun(`${runExpired} before this scenario started`));
     } else if (target && scenario.checks.some((c) => !verdicts.has(c.id))) {
+      scenariosRun++;
+      plan.onProgress?.({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
+      const scope = runScope.child();
+      inFlight.set(job, scope);
+      const timing: ScenarioTiming = { scenario: scenario.id, transport: job.transport, observersMs: 0, startupMs: 0, runMs: 0 };
+      timings.push(timing);
+      let startedHere = false;
+      const timer = setTimeout(() => scope.abort(`the scenario did not finish within the scenario timeout (${seconds(scenarioTimeoutMs)}, --scenario-timeout)`), scenarioTimeoutMs);
+      const work = scope.run(async () => {
+        try {
+          const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
+          timing.observersMs = Date.now() - t0;
+          serverStarts++;
+          connection = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
+          timing.startupMs = Date.now() - t0 - timing.observersMs;
+          startedHere = true;
+          startedOnce.add(job.transport);
+          const openConnection = async () => {
+            if (scope.aborted !== undefined) throw new Error(scope.aborted);
+            serverStarts++;
+            const extra = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
+            extraConnections.push(extra);
+            if (scope.aborted !== undefined) void extra.close();
+            return extra;
+          };
+          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection);
+          timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
+          // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
+          // absence the server never finished: they say "error", not "fail".
+          if (scope.brokenCalls.length > 0 && [...verdicts.values()].some((v) => v.status === 'fail') && !anythingRan(await observers.read())) {
+            const cause = scope.brokenCalls[0]!;
+            for (const [id, verdict] of verdicts) {
+              if (verdict.status === 'fail') verdicts.set(id, { status: 'error', message: `a call got no answer (${cause}) and nothing ran, so this cannot be judged (it would read: ${verdict.message})` });
+            }
+          }
+        } finally {
+          // The verdicts are in: the servers stop in the background while the worker moves on.
+          const closeStarted = Date.now();
+          const all = [connection, ...extraConnections];
+          closing.push(
+            Promise.allSettled(all.map((c) => c?.close())).then(() => {
+              timing.closeMs = Date.now() - closeStarted;
+              all.forEach(compactTranscript);
+            }),
+          );
+        }
+      });
+      works.push(work.catch(() => undefined));
+      const aborted = new Promise<string>((resolve) => scope.onAbort(resolve));
       try {
-        const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
-        connection = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
-        anyStarted = true;
-        const openConnection = async () => {
-          const extra = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
-          extraConnections.push(extra);
-          return extra;
-        };
-        await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection);
+        await Promise.race([work, aborted]);
       } catch (error) {
-        if (error instanceof TargetStartError) {
-          if (!anyStarted) deadAtStart ??= { message: error.message, stderrTail: error.stderrTail };
-          for (const check of scenario.checks) if (!verdicts.has(check.id)) verdicts.set(check.id, couldNotRun(`target failed to start: ${error.message}`));
-        } else {
-          for (const check of scenario.checks) {
-            if (!verdicts.has(check.id)) verdicts.set(check.id, { status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` });
+        if (scope.aborted === undefined) {
+          if (error instanceof TargetStartError) {
+            if (!startedHere && !startedOnce.has(job.transport) && !deadAtStart.has(job.transport)) {
+              // Dead at the first startup: nothing queued for this transport starts, and the
+              // scenarios already waiting on a startup stop waiting now.
+              deadAtStart.set(job.transport, { message: error.message, stderrTail: error.stderrTail });
+              for (const [other, otherScope] of inFlight) {
+                if (other !== job && other.transport === job.transport) otherScope.abort(`target failed to start: ${error.message}`);
+              }
+            }
+            undecided(couldNotRun(`target failed to start: ${error.message}`));
+          } else {
+            undecided({ status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` });
           }
         }
       } finally {
-        if (scenario.isControl && job.transport === 'stdio') control.publish({ works: false, detail: 'the control scenario did not finish' });
-        await Promise.all([connection?.close(), ...extraConnections.map((c) => c.close())]);
+        clearTimeout(timer);
+        inFlight.delete(job);
       }
+      const reason = scope.aborted;
+      if (reason !== undefined) {
+        // Given up on: the scenario's own verdicts (if it reaches any) come too late to count.
+        scope.abort(reason); // (already) aborted: its servers are being stopped
+        const neverStarted = !startedHere;
+        undecided(reason.startsWith('target failed to start') && neverStarted ? couldNotRun(reason) : { status: 'error', message: reason });
+        for (const check of scenario.checks) {
+          const verdict = verdicts.get(check.id);
+          if (verdict && verdict.status !== 'skip') verdicts.set(check.id, { status: 'error', message: reason });
+        }
+      }
+      if (scenario.isControl && job.transport === 'stdio') control.publish({ works: false, detail: reason ?? 'the control scenario did not finish' });
     } else if (scenario.isControl && job.transport === 'stdio') {
       control.publish({ works: false, detail: 'the control scenario did not run' });
     }
@@ -162,9 +296,16 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
         .filter((check) => plan.select(check.id))
         .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, connection, durationMs, plan.options.strict)),
     );
+    done++;
+    plan.onProgress?.({ kind: 'scenario-end', scenario: scenario.id, transport: job.transport, done, total: queue.length });
   };
 
+  const runTimer = setTimeout(() => {
+    runExpired = `the run timeout (${seconds(runTimeoutMs)}, --run-timeout) expired`;
+    runScope.abort(runExpired);
+  }, runTimeoutMs);
   try {
+    plan.onProgress?.({ kind: 'start', total: queue.length });
     let next = 0;
     const worker = async () => {
       while (next < queue.length) {
@@ -174,12 +315,21 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(plan.jobs, queue.length)) }, worker));
   } finally {
+    clearTimeout(runTimer);
+    // Nothing of the run may start from here on; whatever it started stops, then the sweep
+    // catches what escaped its process group.
+    runScope.abort('the run is over');
+    await Promise.race([Promise.allSettled(works), sleep(2000)]);
+    await Promise.allSettled(closing);
+    sweepMarked(runScope.marker);
+    forgetMarker();
     rmSync(root, { recursive: true, force: true });
     liveRunDirs.delete(root);
   }
   // Report order follows the scenario list, whatever order they finished in.
   report.results = jobs.flatMap((job) => resultsByJob.get(job) ?? []);
-  if (!anyStarted && deadAtStart) report.startFailure = deadAtStart;
+  if (startedOnce.size === 0 && deadAtStart.size > 0) report.startFailure = deadAtStart.get('stdio') ?? [...deadAtStart.values()][0];
+  report.stats = { serverStarts, scenariosRun, timings };
   report.durationMs = Date.now() - started;
   return report;
 }

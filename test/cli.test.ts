@@ -120,11 +120,12 @@ describe('a target that cannot start: exit 4 with the cause', () => {
 describe('nothing is left behind', () => {
   test('no temp dir and no process of the run survives, even children the server abandons', async () => {
     const tmp = privateTmp();
-    const { stdout } = await cli(['--only', 'capability/*', chaosServer, 'leaves-children'], { env: { TMPDIR: tmp } });
+    const sleep = `300.${process.pid}${Date.now() % 1000}`;
+    const { stdout } = await cli(['--only', 'capability/*', chaosServer, 'leaves-children'], { env: { TMPDIR: tmp, CHAOS_SLEEP: sleep } });
     expect(stdout).toMatch(/PASS\s+capability\/advertised/);
     expect(readdirSync(tmp)).toEqual([]);
     const { execFileSync } = await import('node:child_process');
-    const sleepers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() === 'sleep 300');
+    const sleepers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() === `sleep ${sleep}`);
     expect(sleepers).toEqual([]);
   });
   test('SIGINT stops the servers, removes the temp dir and exits 130', async () => {

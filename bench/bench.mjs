@@ -1,0 +1,164 @@
+#!/usr/bin/env node
+// npm run bench: how far the whole stdio suite is from the floor, on this machine, now.
+//
+//   suite  runSuite (from dist/) against the reference server with its session adapter, as
+//          `npm start` runs it over stdio, with the default --jobs (the CPU count)
+//   floor  the same number of server starts as the suite made (scenario connections plus the
+//          extra ones some scenarios open), each a bare SDK round trip: Client +
+//          StdioClientTransport spawn the reference server, initialize, one `exec` tools/call of
+//          `true` through a two-line fake launcher, close; as many at once as the suite's jobs
+//
+// Suite and floor alternate in one process, so load drift hits both. Then: the suite with
+// --jobs 1 (scaling), and the CLI's own peak RSS, measured in a child process running the CLI.
+// Options (environment): BENCH_RUNS (default 5), BENCH_JOBS1_RUNS (default 2), BENCH_RSS_RUNS (default 2).
+// Needs a build (npx tsc -p .).
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { runSuite } = await import(pathToFileURL(join(root, 'dist/suites/runner.js')).href);
+const { allScenarios } = await import(pathToFileURL(join(root, 'dist/suites/index.js')).href);
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);
+const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 2);
+const JOBS = availableParallelism();
+const referenceServer = join(root, 'fixtures/servers/reference/server.mjs');
+const referenceConfig = join(root, 'fixtures/servers/reference/mcp-sandbox-conformance.json');
+const session = JSON.parse(readFileSync(referenceConfig, 'utf8')).session;
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+
+function plan(jobs) {
+  return {
+    targets: { stdio: { kind: 'stdio', command: process.execPath, args: [referenceServer], env: {} } },
+    session,
+    options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 60_000, strict: false },
+    jobs,
+    select: () => true,
+  };
+}
+
+async function suite(jobs) {
+  const started = performance.now();
+  const report = await runSuite(plan(jobs), allScenarios);
+  const ms = performance.now() - started;
+  const bad = report.results.filter((r) => r.status !== 'pass' && !(r.status === 'skip' && r.reason === 'not-applicable'));
+  if (bad.length) throw new Error(`the suite did not pass against the reference server: ${bad.map((r) => `${r.id} ${r.status}`).join(', ')}`);
+  return { ms, starts: report.stats.serverStarts, timings: report.stats.timings };
+}
+
+// The floor's fake launcher: `codex sandbox --sandbox-state-json <state> -- cmd...` runs cmd.
+const scratch = mkdtempSync(join(tmpdir(), 'msc-bench-'));
+const launcher = join(scratch, 'codex');
+writeFileSync(launcher, '#!/bin/sh\nwhile [ $# -gt 0 ]; do if [ "$1" = -- ]; then shift; exec "$@"; fi; shift; done\nexit 0\n');
+chmodSync(launcher, 0o755);
+const meta = {
+  'codex/sandbox-state': { sandboxCwd: pathToFileURL(scratch).href, permissionProfile: { type: 'disabled' } },
+  'codex/sandbox-launcher': { codexExecutable: launcher },
+};
+
+async function roundTrip() {
+  const client = new Client({ name: 'bench-floor', version: '0' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [referenceServer], stderr: 'ignore' });
+  await client.connect(transport);
+  const result = await client.callTool({ name: 'exec', arguments: { command: ['true'] }, _meta: meta });
+  if (result.isError) throw new Error(`floor call failed: ${JSON.stringify(result.content)}`);
+  await client.close();
+}
+
+async function floor(count, jobs) {
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      next++;
+      await roundTrip();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, count) }, worker));
+  return performance.now() - started;
+}
+
+/** The CLI's own peak RSS (KB), from inside the CLI process. */
+function cliPeakRss() {
+  const probe = `data:text/javascript,${encodeURIComponent(
+    "import { writeSync } from 'node:fs'; process.on('exit', () => writeSync(2, `\\nBENCH_MAXRSS_KB=${process.resourceUsage().maxRSS}\\n`));",
+  )}`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', probe, join(root, 'dist/cli/main.js'), '--config', referenceConfig, referenceServer], {
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('close', (code) => {
+      const kb = Number(/BENCH_MAXRSS_KB=(\d+)/.exec(stderr)?.[1]);
+      if (code !== 0 || !kb) reject(new Error(`CLI run failed (exit ${code}): ${stderr.slice(-500)}`));
+      else resolve(kb);
+    });
+  });
+}
+
+console.log(`machine: ${cpus()[0]?.model ?? '?'}, ${cpus().length} CPUs (availableParallelism ${JOBS}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`);
+console.log(`load average before: ${load()}`);
+try {
+  // Warm-up (disk cache, JIT): one of each, not counted.
+  await roundTrip();
+  const warm = await suite(JOBS);
+  console.log(`warm-up: suite ${s(warm.ms)} with ${warm.starts} server starts`);
+
+  const suiteMs = [];
+  const floorMs = [];
+  const phases = { observersMs: [], startupMs: [], runMs: [], closeMs: [] };
+  for (let i = 0; i < RUNS; i++) {
+    // Alternate which goes first, so a trend in the load does not favour one side.
+    const order = i % 2 === 0 ? ['suite', 'floor'] : ['floor', 'suite'];
+    let starts = warm.starts;
+    for (const what of order) {
+      if (what === 'suite') {
+        const run = await suite(JOBS);
+        suiteMs.push(run.ms);
+        starts = run.starts;
+        for (const key of Object.keys(phases)) phases[key].push(run.timings.reduce((sum, t) => sum + (t[key] ?? 0), 0));
+      } else {
+        floorMs.push(await floor(starts, JOBS));
+      }
+    }
+    console.log(`run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${starts} round trips), load ${load()}`);
+  }
+
+  const jobs1 = [];
+  for (let i = 0; i < JOBS1_RUNS; i++) jobs1.push((await suite(1)).ms);
+  const rss = [];
+  for (let i = 0; i < RSS_RUNS; i++) rss.push(await cliPeakRss());
+
+  const suiteMedian = median(suiteMs);
+  const floorMedian = median(floorMs);
+  const ratio = suiteMedian / floorMedian;
+  const peakMb = Math.max(...rss) / 1024;
+  console.log('');
+  console.log(`suite (--jobs ${JOBS}) median: ${s(suiteMedian)}   [${suiteMs.map(s).join(', ')}]`);
+  console.log(`floor (${warm.starts} SDK spawn+initialize+tools/call, ${JOBS} at once) median: ${s(floorMedian)}   [${floorMs.map(s).join(', ')}]`);
+  console.log(`ratio suite/floor: ${ratio.toFixed(2)}   (target <= 1.5: ${ratio <= 1.5 ? 'met' : 'NOT met'})`);
+  console.log(`suite --jobs 1 median: ${s(median(jobs1))}   (speed-up with --jobs ${JOBS}: ${(median(jobs1) / suiteMedian).toFixed(2)}x)`);
+  console.log(`CLI peak RSS: ${peakMb.toFixed(1)} MB   [${rss.map((kb) => (kb / 1024).toFixed(1)).join(', ')}]   (target < 150 MB: ${peakMb < 150 ? 'met' : 'NOT met'})`);
+  console.log(
+    `suite time by phase, summed over scenarios (median per run): observers ${s(median(phases.observersMs))}, startup ${s(median(phases.startupMs))}, ` +
+      `scenario ${s(median(phases.runMs))}, stopping servers (in the background) ${s(median(phases.closeMs))}`,
+  );
+  console.log(`load average after: ${load()}`);
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
