@@ -1,3 +1,4 @@
+import { renderTable } from './reporters/catalog.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yargs from 'yargs';
@@ -152,10 +153,7 @@ type HostCheck = (typeof hostChecks)[number];
 /** `host --list`: one line per check: id, rule, level, transports, scenario, title. */
 export function renderHostList(): string {
   const rows = hostChecks.map((c) => [c.id, c.rule, c.level, c.transports.join('+'), c.scenario, c.title]);
-  const header = ['check', 'rule', 'level', 'transports', 'scenario', 'title'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ');
-  return `${[header, ...rows].map(line).join('\n')}\n${hostChecks.length} host checks\n`;
+  return `${renderTable(['check', 'rule', 'level', 'transports', 'scenario', 'title'], rows)}${hostChecks.length} host checks\n`;
 }
 
 /** `host --explain <id>`: the rule in our words, why, the usual host mistake, the fix. */

@@ -12,10 +12,14 @@ const NEED_TEXT: Record<string, string> = {
 /** `list`: one line per check: id, rule, level, transports, what it needs, title. */
 export function renderList(checks: CheckDef[], transportsOf: (id: string) => string[]): string {
   const rows = checks.map((c) => [c.id, c.rule, c.level, transportsOf(c.id).join('+'), c.needs.map((n) => NEED_TEXT[n] ?? n).join(', ') || '-', c.title]);
-  const header = ['check', 'rule', 'level', 'transports', 'needs', 'title'];
+  return `${renderTable(['check', 'rule', 'level', 'transports', 'needs', 'title'], rows)}${checks.length} checks\n`;
+}
+
+/** Columns padded to their widest cell; the last column is left unpadded. */
+export function renderTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ');
-  return `${[header, ...rows].map(line).join('\n')}\n${checks.length} checks\n`;
+  return `${[header, ...rows].map(line).join('\n')}\n`;
 }
 
 /** `explain <id>`: the rule in our words, why, the usual mistake, the fix. */
