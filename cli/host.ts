@@ -1,4 +1,3 @@
-import { renderTable } from './reporters/catalog.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yargs from 'yargs';
@@ -9,6 +8,7 @@ import { packageRoot } from '../harness/paths.js';
 import { hostCheckDefs, hostChecks, runHostMode as runHostChecks, type HostRunReport } from '../suites/host.js';
 import { globMatcher, parseEnvPairs, UsageError } from './config.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
+import { renderTable } from './reporters/catalog.js';
 import { renderHuman } from './reporters/human.js';
 
 /**
