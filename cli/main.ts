@@ -81,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
       describe: `Largest message accepted from a stdio server, in MB; a bigger one ends the connection [default: ${DEFAULT_MAX_MESSAGE_BYTES / 1024 / 1024}]`,
       group: 'Run:',
     })
+    .option('catalog-startups', { type: 'number', default: 3, describe: 'Overlapping startups for the tool-catalog checks (CAT-1, CAT-2)', group: 'Run:' })
     .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios run at once, each with its own server', group: 'Run:' })
     .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
     .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
@@ -145,6 +146,7 @@ async function main(argv: string[]): Promise<number> {
     ['run-timeout', args['run-timeout']],
     ['max-message-mb', args['max-message-mb']],
     ['jobs', args.jobs],
+    ['catalog-startups', args['catalog-startups']],
   ] as const) {
     if (value !== undefined && !(Number(value) > 0)) throw new UsageError(`--${flag} must be a positive number`);
   }
@@ -177,6 +179,7 @@ async function main(argv: string[]): Promise<number> {
       startupTimeoutMs: (args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000,
       callTimeoutMs: (args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000,
       strict: args.strict || args['fail-on'] === 'should',
+      catalogStartups: args['catalog-startups'],
     },
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? args['scenario-timeout'] * 1000 : undefined,

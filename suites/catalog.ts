@@ -66,7 +66,7 @@ export const startupHeadroom: CheckDef = {
   needs: [],
 };
 
-const CONCURRENT_STARTUPS = 3;
+const DEFAULT_CONCURRENT_STARTUPS = 3;
 
 export const catalogScenario: Scenario = {
   id: 'catalog/startups',
@@ -94,7 +94,8 @@ export const catalogScenario: Scenario = {
     }
 
     // Overlapping startups, each with its own connection (and server process, when the suite starts it).
-    const started = await Promise.allSettled(Array.from({ length: CONCURRENT_STARTUPS }, () => ctx.openConnection()));
+    const concurrent = ctx.options.catalogStartups ?? DEFAULT_CONCURRENT_STARTUPS;
+    const started = await Promise.allSettled(Array.from({ length: concurrent }, () => ctx.openConnection()));
     const ok = started.filter((s): s is PromiseFulfilledResult<Connection> => s.status === 'fulfilled').map((s) => s.value);
     const failures = started.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => (s.reason as Error).message);
     const times = [ctx.handshake.startupMs, ...ok.map((c) => c.handshake.startupMs)];
@@ -102,7 +103,7 @@ export const catalogScenario: Scenario = {
     const timing = `startups took ${times.join(', ')} ms (budget ${budget} ms)`;
     if (failures.length > 0) {
       const timedOut = started.some((s) => s.status === 'rejected' && s.reason instanceof TargetStartError);
-      verdicts.set(startupInBudget.id, fail(`${failures.length} of ${CONCURRENT_STARTUPS} overlapping startups did not complete${timedOut ? ' in time' : ''}`, { expected: `each within ${budget} ms`, actual: failures }));
+      verdicts.set(startupInBudget.id, fail(`${failures.length} of ${concurrent} overlapping startups did not complete${timedOut ? ' in time' : ''}`, { expected: `each within ${budget} ms`, actual: failures }));
       verdicts.set(startupHeadroom.id, fail(`an overlapping startup did not finish within the budget (${budget} ms)`, { actual: failures }));
     } else {
       verdicts.set(startupInBudget.id, pass(timing));

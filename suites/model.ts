@@ -60,6 +60,8 @@ export interface RunOptions {
   callTimeoutMs: number;
   startupTimeoutMs: number;
   strict: boolean;
+  /** How many startups the catalog scenario overlaps (CAT-1, CAT-2); default 3. */
+  catalogStartups?: number;
 }
 
 export interface ScenarioContext {
