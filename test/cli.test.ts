@@ -5,21 +5,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
 import { chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer } from './helpers.js';
+import { lastLine, runCli } from './fixtures/run-cli.js';
 
-/** Runs the built CLI as a user would, with colors off. */
-function cli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>((resolve) => {
-    const started = Date.now();
-    const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd, env: { ...process.env, NO_COLOR: '1', ...options.env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
-  });
-}
-
-const lastLine = (text: string) => text.trimEnd().split('\n').at(-1);
+const cli = runCli;
 /** A private TMPDIR for one CLI run, so leftovers are its own, whatever else runs at the time. */
 const privateTmp = () => mkdtempSync(join(scratch, 'tmp-'));
 const scratch = mkdtempSync(join(tmpdir(), 'msc-cli-test-'));

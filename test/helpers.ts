@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { allScenarios } from '../suites/index.js';
 import type { CheckResult } from '../suites/model.js';
 import { runSuite, type RunPlan } from '../suites/runner.js';
+import { shellQuote } from '../harness/observers.js';
 import { packageRoot } from '../harness/paths.js';
 
 export const root = packageRoot();
@@ -22,8 +23,6 @@ export interface PlanVariant {
   /** Which checks to run (default: all). */
   select?: (checkId: string) => boolean;
 }
-
-const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
 /** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
 export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}): RunPlan {

@@ -9,6 +9,7 @@ import { locateRealCodex } from '../harness/real-codex.js';
 import { hostCheckDefs, hostChecks, profileKind, runHostMode } from '../suites/host.js';
 import type { CheckResult } from '../suites/model.js';
 import { cliPath, root } from './helpers.js';
+import { lastLine, runCli } from './fixtures/run-cli.js';
 
 /**
  * Host mode (`mcp-sandbox-conformance host`): the broken-host fixture without defects passes
@@ -19,18 +20,7 @@ import { cliPath, root } from './helpers.js';
 const brokenHost = join(root, 'fixtures/hosts/broken-host.mjs');
 const realCodex = locateRealCodex();
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>((resolve) => {
-    const started = Date.now();
-    const child = spawn(process.execPath, [cliPath, ...args], { env: { ...process.env, NO_COLOR: '1', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
-  });
-}
-const lastLine = (text: string) => text.trimEnd().split('\n').at(-1);
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(args, { env });
 const hostRunDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('msc-host-'));
 const key = (r: CheckResult) => `${r.id} (${r.transport})`;
 

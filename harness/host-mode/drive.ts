@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../codex-wire.js';
 import { groupAlive, killProcessGroup } from '../process-group.js';
-import { AppServerClient, type AppOutcome } from './app-server.js';
+import { AppServerClient, describeAppOutcome, type AppOutcome } from './app-server.js';
 import { trackDir, trackGroup, untrackDir, untrackGroup } from './live.js';
 import { writeConfig, type HostConfig } from './codex-config.js';
 import type { HostProgram } from './host-program.js';
@@ -344,15 +344,7 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
   return observation;
 }
 
+/** Like describeAppOutcome, but shows the start of a result too. */
 function describe(outcome: AppOutcome): string {
-  switch (outcome.kind) {
-    case 'result':
-      return JSON.stringify(outcome.result)?.slice(0, 300) ?? 'undefined';
-    case 'error':
-      return `JSON-RPC error ${String(outcome.error.code)}: ${String(outcome.error.message)}`;
-    case 'timeout':
-      return `no answer within ${outcome.afterMs} ms`;
-    case 'closed':
-      return outcome.detail;
-  }
+  return outcome.kind === 'result' ? (JSON.stringify(outcome.result)?.slice(0, 300) ?? 'undefined') : describeAppOutcome(outcome);
 }
