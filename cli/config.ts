@@ -116,13 +116,14 @@ export function globMatcher(patterns: string[]): (id: string) => boolean {
 
 /** The session adapter, from the config file or --session JSON. */
 export function validateSession(raw: unknown, where: string): SessionAdapter {
-  const shape = `${where} must be {"open": {"tool": ..., "arguments": {...}}, "send": {"tool": ..., "arguments": {... "{{sessionId}}" ... "{{command}}" ...}}, "sessionId": "<dotted path in the open result>"}`;
-  if (!isObject(raw) || typeof raw.sessionId !== 'string') throw new UsageError(shape);
+  const shape = `${where} must be {"open": {"tool": ..., "arguments": {...}}, "send": {"tool": ..., "arguments": {... "{{sessionId}}" ... "{{command}}" ...}}, "sessionId": "<optional dotted path in the open result>"}`;
+  if (!isObject(raw) || (raw.sessionId !== undefined && typeof raw.sessionId !== 'string')) throw new UsageError(shape);
   const step = (value: unknown) => {
     if (!isObject(value) || typeof value.tool !== 'string' || value.tool === '') throw new UsageError(shape);
     return { tool: value.tool, arguments: value.arguments ?? {} };
   };
-  const adapter = { open: step(raw.open), send: step(raw.send), sessionId: raw.sessionId };
+  // Without sessionId, readSessionId's defaults apply (structuredContent.sessionId, else the only text block).
+  const adapter: SessionAdapter = { open: step(raw.open), send: step(raw.send), ...(raw.sessionId !== undefined ? { sessionId: raw.sessionId } : {}) };
   if (!JSON.stringify(adapter.send.arguments).includes('{{sessionId}}')) throw new UsageError(`${where}: send.arguments must use "{{sessionId}}"`);
   return adapter;
 }

@@ -17,16 +17,27 @@ export interface Launch {
   /** True for Codex's own capability probe (`sandbox --sandbox-state-json {} --help`). */
   isCapabilityProbe: boolean;
 }
+/** One execution of the probe (each execution leaves its own record; none overwrites another). */
 export interface ProbeRun {
   nonce: string;
   /** The launch it ran under; empty when it ran without the fake launcher. */
   launchId: string;
   cwd: string;
+  pid: string;
+  /** How it was invoked ($0): the probe path, or one of its everyday names. */
+  invoked: string;
 }
 export interface TrapCall {
   trap: string;
   argv: string[];
 }
+
+/** The names of the executables the suite hands out as launchers, as they appear in launch ids. */
+export type LauncherName = 'a' | 'b' | 'broken';
+
+/** Everyday command names the probe is also installed under (EXEC-1: no command shape is exempt). */
+export const EVERYDAY_NAMES = ['echo', 'cat', 'ls', 'git', 'pwd', 'true'] as const;
+export type EverydayName = (typeof EVERYDAY_NAMES)[number];
 export interface Observations {
   launches: Launch[];
   probeRuns: ProbeRun[];
@@ -97,11 +108,36 @@ export class ScenarioObservers {
   ) {}
 
   /** A second fake launcher at another path, same log: for "the launcher changed" scenarios. */
-  async secondLauncher(): Promise<string> {
-    const dir = join(this.dir, 'launcher-b');
-    await mkdir(dir, { recursive: true });
-    return install(join(dir, 'codex'), 'codex-launcher.sh', { LOG_DIR: this.logDir, REAL_CODEX: this.realCodex, CODEX_HOME: this.codexHome, LAUNCHER_NAME: 'b' });
+  secondLauncher(): Promise<string> {
+    this.launcherB ??= (async () => {
+      const dir = join(this.dir, 'launcher-b');
+      await mkdir(dir, { recursive: true });
+      const path = await install(join(dir, 'codex'), 'codex-launcher.sh', { LOG_DIR: this.logDir, REAL_CODEX: this.realCodex, CODEX_HOME: this.codexHome, LAUNCHER_NAME: 'b' });
+      this.launcherNames.set(path, 'b');
+      return path;
+    })();
+    return this.launcherB;
   }
+  private launcherB?: Promise<string>;
+
+  /** A launcher that exists and is executable but fails like a sandbox that cannot be set up. */
+  brokenLauncher(): Promise<string> {
+    this.launcherBroken ??= (async () => {
+      const dir = join(this.dir, 'launcher-broken');
+      await mkdir(dir, { recursive: true });
+      const path = await install(join(dir, 'codex'), 'codex-broken.sh', { LOG_DIR: this.logDir });
+      this.launcherNames.set(path, 'broken');
+      return path;
+    })();
+    return this.launcherBroken;
+  }
+  private launcherBroken?: Promise<string>;
+
+  /** Which of the suite's launchers lives at this path, if any. */
+  launcherName(path: string): LauncherName | undefined {
+    return this.launcherNames.get(path);
+  }
+  private readonly launcherNames = new Map<string, LauncherName>();
 
   static async create(dir: string, options: { realCodex?: string } = {}): Promise<ScenarioObservers> {
     const logDir = join(dir, 'log');
@@ -116,14 +152,19 @@ export class ScenarioObservers {
       install(join(dir, 'probe'), 'probe.sh', { LOG_DIR: markerDir }),
       install(join(dir, 'session-shell'), 'session-shell.sh', {}),
     ]);
-    return new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '', markerDir, codexHome);
+    const observers = new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '', markerDir, codexHome);
+    observers.launcherNames.set(launcherPath, 'a');
+    return observers;
   }
 
-  /** Installs an executable trap named `name` and returns its absolute path. */
-  async trap(name: string): Promise<string> {
-    const dir = join(this.dir, `trap-${name}`);
+  /**
+   * Installs an executable trap named `name` (as `<dir>/<file>`, by default in a directory of its
+   * own) and returns its absolute path.
+   */
+  async trap(name: string, where: { dir?: string; file?: string } = {}): Promise<string> {
+    const dir = where.dir ?? join(this.dir, `trap-${name}`);
     await mkdir(dir, { recursive: true });
-    return install(join(dir, 'codex'), 'trap.sh', { LOG_DIR: this.logDir, TRAP_NAME: name });
+    return install(join(dir, where.file ?? 'codex'), 'trap.sh', { LOG_DIR: this.logDir, TRAP_NAME: name });
   }
 
   /** A file that looks like a launcher but has no execute bit; running it anyway trips a trap. */
@@ -153,6 +194,17 @@ export class ScenarioObservers {
   probeCommand(nonce: string): string[] {
     return [this.probePath, nonce, 'two words', "it's"];
   }
+
+  /** The probe installed (once) under an everyday name, e.g. `<dir>/bin/git`: absolute path. */
+  everydayProbe(name: EverydayName): Promise<string> {
+    let path = this.everyday.get(name);
+    if (!path) {
+      path = mkdir(join(this.dir, 'bin'), { recursive: true }).then(() => install(join(this.dir, 'bin', name), 'probe.sh', { LOG_DIR: this.markerDir }));
+      this.everyday.set(name, path);
+    }
+    return path;
+  }
+  private readonly everyday = new Map<string, Promise<string>>();
 
   /** Installs (once) the enforcement probe of the real-Codex tier and returns its path. */
   enforcementProbe(): Promise<string> {
@@ -189,11 +241,22 @@ export class ScenarioObservers {
           observations.trapCalls.push({ trap: name.split('.')[1] ?? '', argv: decodeArgv(text) });
         } else if (name.startsWith('probe.') && name.endsWith('.ran')) {
           const fields = Object.fromEntries(text.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
-          observations.probeRuns.push({ nonce: name.split('.')[1] ?? '', launchId: fields.launch ?? '', cwd: fields.cwd ?? '' });
+          observations.probeRuns.push({
+            nonce: name.split('.')[1] ?? '',
+            launchId: fields.launch ?? '',
+            cwd: fields.cwd ?? '',
+            pid: fields.pid ?? '',
+            invoked: fields.invoked ?? '',
+          });
         }
       }),
     );
     observations.launches.sort((a, b) => a.id.localeCompare(b.id));
     return observations;
+  }
+
+  /** The path of each of the suite's launchers by name (those installed so far). */
+  launcherPaths(): Map<string, LauncherName> {
+    return new Map(this.launcherNames);
   }
 }

@@ -1,6 +1,6 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
 import { pathToFileURL } from 'node:url';
-import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchesOf } from './judge.js';
+import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf } from './judge.js';
 import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 
@@ -27,7 +27,7 @@ export const deprecatedKeyOnly = aliasCheck(
 function aliasScenario(check: CheckDef, entries: (ctx: ScenarioContext) => SandboxEntries): Scenario {
   return singleCheckScenario(check, async (ctx) => {
     const probe = await ctx.execProbe(entries(ctx));
-    return judgeStateReachedLaunch(probe, await ctx.observe(), ctx.state, `a call with ${check.title.replace(/^launches with the state when /, '')}`);
+    return judgeStateReachedLaunch(probe, await ctx.observe(), ctx.state, `a call with ${check.title.replace(/^launches with the state when /, '')}`, ctx);
   });
 }
 
@@ -53,11 +53,11 @@ const conflictScenario = singleCheckScenario(conflictPrefersCurrent, async (ctx)
     });
     const current = await variant('current key', { conformanceCurrentOnly: true });
     const deprecated = await variant('deprecated key', { conformanceDeprecatedOnly: true });
-    const probe = await ctx.execProbe({ ...ctx.codexEntries(), state: current, stateDeprecated: deprecated });
+    const probe = await ctx.execProbe({ ...ctx.codexEntries(), state: current, stateDeprecated: deprecated }, { decoy: { check: conflictPrefersCurrent.id, markers: [JSON.stringify(deprecated.sandboxCwd), 'conformanceDeprecatedOnly'] } });
     const observations = await ctx.observe();
     // Whichever codex ran (the given launcher, or a trap: LAUNCH-1's finding), judge what it got.
     const launch =
-      launchesOf(observations, probe.nonce)[0] ?? observations.trapCalls.find((t) => carriesNonce(t.argv, probe.nonce));
+      launchOf(observations, probe.nonce) ?? observations.trapCalls.find((t) => carriesNonce(t.argv, probe.nonce));
     let verdict: Verdict;
     if (!launch) {
       verdict = await judgeFailClosed(probe, observations, ctx.control());

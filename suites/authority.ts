@@ -1,8 +1,9 @@
-import { renderArguments, readPath } from '../harness/exec-adapter.js';
+import { CANARY, type SandboxEntries } from '../harness/codex-wire.js';
+import { readSessionId, renderArguments } from '../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../harness/host-session.js';
 import { shellQuote, type Observations } from '../harness/observers.js';
 import { pathToFileURL } from 'node:url';
-import { carriesNonce, carriesState, judgeFailClosed, launchesOf, probeRan, summarizeOutcome } from './judge.js';
+import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from './judge.js';
 import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { isObject } from '../harness/json.js';
 
@@ -52,6 +53,32 @@ export const sessionLauncherChange = sessionCheck(
   'the same state but a different launcher path',
 );
 
+export const stateFollowsCall: CheckDef = {
+  id: 'authority/state-follows-call',
+  rule: 'AUTH-2',
+  level: 'MUST',
+  title: 'on one server process, every call launches under its own state and launcher',
+  summary:
+    'Authority belongs to the call that sent it. On one server process the suite sends, one after another: a state, the same workspace with another policy, the same policy with only an unknown field changed, another launcher, and the first authority again. Each launch must carry exactly the state and codexExecutable of its own call. The sandbox monitor also charges to this check any launch, in any scenario, that carried an earlier call\'s authority. Source: CONTRACT.md §3 AUTH-2 and EXEC-1.',
+  why: 'A server that remembers the first state of a workspace, or caches by the fields it knows, runs later commands under a policy Codex no longer sends.',
+  typicalMistake: 'Caching the serialized state or the launcher path by workspace, by known fields, or "until it changes".',
+  fix: 'Read and forward the state and launcher of each call, every time; if you must cache, key by the exact state JSON and launcher path.',
+  needs: ['exec', 'opt-in'],
+};
+
+export const concurrentSameWorkspace: CheckDef = {
+  id: 'authority/concurrent-same-workspace',
+  rule: 'AUTH-3',
+  level: 'SHOULD',
+  title: 'concurrent calls that share a workspace each launch with their own state',
+  summary:
+    "Calls in flight at the same time, for the same workspace but with different policies, never see each other's state: each launch carries the whole state of its own call (told apart by content, not by the workspace path). Source: CONTRACT.md §3 AUTH-3.",
+  why: 'A per-workspace "current state" mixes up two turns that work in the same directory.',
+  typicalMistake: 'Keeping the latest state per workspace (or per session) in a map that concurrent calls overwrite.',
+  fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
+  needs: ['exec', 'opt-in'],
+};
+
 export const concurrentCalls: CheckDef = {
   id: 'authority/concurrent-calls-isolated',
   rule: 'AUTH-3',
@@ -69,7 +96,7 @@ async function variantState(ctx: ScenarioContext, name: string, changes: Record<
   return { ...ctx.state, ...changes, sandboxCwd: pathToFileURL(await ctx.observers.workspaceVariant(name)).href };
 }
 
-/** The check passes when the launch carried `expected`; a refusal passes when the control shows the tool works. */
+/** The check passes when the call's launch carried `expected`; a refusal passes when the control shows the tool works. */
 async function judgeRanUnder(
   ctx: ScenarioContext,
   outcome: RawOutcome,
@@ -78,14 +105,13 @@ async function judgeRanUnder(
   expected: Record<string, unknown>,
   what: string,
 ): Promise<Verdict> {
-  const launches = launchesOf(observations, nonce);
-  if (launches.length === 0) {
-    const facts = await ctx.control();
-    if (!facts.works) return couldNotRun(`nothing launched, and the exec tool does not launch even with everything Codex sends (${facts.detail})`);
+  const launch = launchOf(observations, nonce);
+  if (!launch) {
+    const blocked = await waitForControl(ctx, 'nothing launched');
+    if (blocked) return blocked;
     const verdict = await judgeFailClosed({ nonce, command: [], arguments: undefined, outcome }, observations, ctx.control());
     return verdict.status === 'pass' ? pass('the server refused the call') : verdict;
   }
-  const launch = launches.at(-1)!;
   if (carriesState(launch.argv, expected)) return pass();
   return fail(`${what}: the launch did not carry the state from _meta (sandboxCwd ${JSON.stringify(expected.sandboxCwd)})`, {
     expected,
@@ -93,8 +119,11 @@ async function judgeRanUnder(
   });
 }
 
-const argumentsScenario = singleCheckScenario(argumentsNotAuthority, async (ctx) => {
-    const trap = await ctx.observers.trap('launcher-in-arguments');
+/** AUTH-1 on both transports: a permissive state and a trap launcher in the arguments are never used. */
+const argumentsScenario = singleCheckScenario(
+  argumentsNotAuthority,
+  async (ctx) => {
+    const trap = await ctx.plantTrap('launcher-in-arguments');
     const permissive = await variantState(ctx, 'from arguments', { permissionProfile: { type: 'disabled' } });
     const smuggled = {
       codexExecutable: trap,
@@ -106,53 +135,78 @@ const argumentsScenario = singleCheckScenario(argumentsNotAuthority, async (ctx)
     if (!isObject(renderArguments(ctx.exec?.arguments, []))) {
       return couldNotRun('the exec arguments template is not an object, so nothing can be smuggled into it');
     }
-    const probe = await ctx.execProbe(ctx.codexEntries(), smuggled);
+    const probe = await ctx.execProbe(ctx.codexEntries(), {
+      extraArguments: smuggled,
+      decoy: { check: argumentsNotAuthority.id, markers: [JSON.stringify(permissive.sandboxCwd), '"permissionProfile":{"type":"disabled"}'] },
+    });
     const observations = await ctx.observe();
-    const fired = observations.trapCalls.filter((t) => t.trap === 'launcher-in-arguments');
-    if (fired.length > 0) {
-      return fail('the server executed the codexExecutable named in the tool arguments', {
-        expected: { executed: 'the _meta launcher only' },
-        actual: { ...(summarizeOutcome(probe.outcome) as object), executedFromArguments: fired.map((t) => t.argv.join(' ')) },
-      });
-    }
+    // Over HTTP no launcher is trusted, so the call must fail closed whatever the arguments name.
+    if (ctx.transport === 'http') return judgeFailClosed(probe, observations, ctx.control());
+    // A trap that fired is the monitor's finding, charged to this check.
     return judgeRanUnder(ctx, probe.outcome, probe.nonce, observations, ctx.state, 'with a permissive state in the arguments');
-});
+  },
+  ['stdio', 'http'],
+);
 
 const cacheScenario = singleCheckScenario(noCachedResults, async (ctx) => {
-    const first = await ctx.execProbe(ctx.codexEntries());
-    const changed = await variantState(ctx, 'second call', { permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' } });
-    const second = await ctx.execProbe(ctx.codexEntries(changed), undefined, first.nonce);
-    const observations = await ctx.observe();
-    const launches = launchesOf(observations, first.nonce);
-    if (launches.length === 0) return couldNotRun('the first call launched nothing (see the forwarding checks)');
-    if (launches.length === 1 && !isRefusal(second.outcome)) {
-      return fail('the repeated call under a different state did not launch again: its result was reused', {
-        expected: { launches: 2, secondState: changed },
-        actual: { launches: launches.length, secondResponse: summarizeOutcome(second.outcome) },
-      });
-    }
-    return judgeRanUnder(ctx, second.outcome, first.nonce, launches.length === 1 ? { ...observations, launches: [] } : observations, changed, 'the repeated call');
-});
-
-const concurrentScenario = singleCheckScenario(concurrentCalls, async (ctx) => {
-    const states = await Promise.all([1, 2, 3, 4].map((call) => variantState(ctx, `call ${call}`, {})));
-    const probes = await Promise.all(states.map((state) => ctx.execProbe(ctx.codexEntries(state))));
-    const observations = await ctx.observe();
-    const mixups: string[] = [];
-    probes.forEach((probe, i) => {
-      const launch = launchesOf(observations, probe.nonce)[0];
-      if (!launch) mixups.push(`call ${i + 1}: no launch`);
-      else if (!carriesState(launch.argv, states[i]!)) {
-        const other = states.findIndex((state) => carriesState(launch.argv, state));
-        mixups.push(`call ${i + 1} launched with ${other >= 0 ? `the state of call ${other + 1}` : 'a state it was not sent'}`);
-      }
+  const first = await ctx.execProbe(ctx.codexEntries());
+  const changed = await variantState(ctx, 'second call', { permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' } });
+  const second = await ctx.execProbe(ctx.codexEntries(changed), { nonce: first.nonce });
+  const observations = await ctx.observe();
+  const launches = launchesFor(observations, first.nonce);
+  if (launches.length === 0) return (await waitForControl(ctx, 'the first call launched nothing')) ?? couldNotRun('the first call launched nothing (see the forwarding checks)');
+  if (launches.length === 1 && !isRefusal(second.outcome)) {
+    return fail('the repeated call under a different state did not launch again: its result was reused', {
+      expected: { launches: 2, secondState: changed },
+      actual: { launches: launches.length, secondResponse: summarizeOutcome(second.outcome) },
     });
-    const launched = probes.filter((p) => launchesOf(observations, p.nonce).length > 0).length;
-    if (launched === 0) return couldNotRun('none of the concurrent calls launched anything');
-    return mixups.length === 0 ? pass() : fail("concurrent calls saw each other's state", { expected: 'call N launches with the state of call N', actual: mixups });
+  }
+  if (launches.length === 1) return pass('the server refused the repeated call');
+  const launch = launches.at(-1)!;
+  return carriesState(launch.argv, changed)
+    ? pass()
+    : fail('the repeated call: the launch did not carry the state from _meta', { expected: changed, actual: launch.argv });
 });
 
-/** A session runs what it is sent asynchronously: give the probe a moment to leave its marker. */
+/** Judges that concurrent calls launched; who got whose state is the monitor's finding (charged to `check`). */
+function concurrentScenario(check: CheckDef, states: (ctx: ScenarioContext) => Promise<Record<string, unknown>[]>): Scenario {
+  return singleCheckScenario(check, async (ctx) => {
+    const sent = await states(ctx);
+    const probes = await Promise.all(sent.map((state) => ctx.execProbe(ctx.codexEntries(state), { concurrent: true, authorityCheck: check.id })));
+    const observations = await ctx.observe();
+    const launched = probes.filter((p) => launchOf(observations, p.nonce)).length;
+    if (launched === 0) return (await waitForControl(ctx, 'none of the concurrent calls launched anything')) ?? couldNotRun('none of the concurrent calls launched anything');
+    return pass(launched < probes.length ? `${probes.length - launched} of ${probes.length} calls were refused` : undefined);
+  });
+}
+
+/** One server, one call after another, each with authority that differs from the last in one way. */
+const sequenceScenario = singleCheckScenario(stateFollowsCall, async (ctx) => {
+  const profile = ctx.state.permissionProfile as Record<string, unknown>;
+  const steps: { label: string; entries: SandboxEntries }[] = [
+    { label: 'the scenario state', entries: ctx.codexEntries() },
+    { label: 'same workspace, network enabled', entries: ctx.codexEntries({ ...ctx.state, permissionProfile: { ...profile, network: 'enabled' } }) },
+    { label: 'only an unknown field changed', entries: ctx.codexEntries({ ...ctx.state, [CANARY.topLevel]: { note: 'changed between calls', list: [] } }) },
+    { label: 'another launcher', entries: { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } } },
+    { label: 'the first authority again', entries: ctx.codexEntries() },
+  ];
+  const probes = [];
+  for (const step of steps) probes.push({ label: step.label, probe: await ctx.execProbe(step.entries) });
+  const observations = await ctx.observe();
+  const silent = probes.filter(({ probe }) => !launchOf(observations, probe.nonce) && probeRunsOf(observations, probe.nonce).length === 0 && !isRefusal(probe.outcome));
+  if (probes.every(({ probe }) => !launchOf(observations, probe.nonce))) {
+    return (await waitForControl(ctx, 'no call of the sequence launched anything')) ?? couldNotRun('no call of the sequence launched anything');
+  }
+  if (silent.length > 0) {
+    return fail(`${silent.length} call${silent.length === 1 ? '' : 's'} reported success without launching anything`, {
+      expected: 'each call launched under its own authority (or refused)',
+      actual: silent.map(({ label, probe }) => ({ call: label, response: summarizeOutcome(probe.outcome) })),
+    });
+  }
+  return pass();
+});
+
+/** A session runs what it is sent asynchronously: give the probe a moment to leave its record. */
 async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500): Promise<Observations> {
   const deadline = Date.now() + waitMs;
   for (;;) {
@@ -166,66 +220,56 @@ async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500):
 function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
   return singleCheckScenario(check, async (ctx) => {
     const adapter = ctx.sessionAdapter!;
-    const timeout = ctx.options.callTimeoutMs;
-    const opened = await ctx.session.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), timeout);
+    const opened = await ctx.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), { check: check.id });
     if (opened.kind !== 'result' || isRefusal(opened)) return couldNotRun(`opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`);
-    const id = readPath(opened.result, adapter.sessionId);
-    if (typeof id !== 'string' && typeof id !== 'number') {
-      return couldNotRun(`no session id at "${adapter.sessionId}" in the open result: ${JSON.stringify(opened.result).slice(0, 300)}`);
+    const id = readSessionId(opened.result, adapter.sessionId);
+    if (id === undefined) {
+      return couldNotRun(`no session id ${adapter.sessionId ? `at "${adapter.sessionId}"` : 'in structuredContent.sessionId or a single text block'} of the open result: ${JSON.stringify(opened.result).slice(0, 300)}`);
     }
-    const send = async (sandbox: ReturnType<ScenarioContext['codexEntries']>) => {
+    const send = async (sandbox: SandboxEntries) => {
       const nonce = ctx.observers.newNonce();
       const line = ctx.observers.probeCommand(nonce).map(shellQuote).join(' ');
-      const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: String(id) });
-      const outcome = await ctx.session.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, timeout);
+      const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: id });
+      const outcome = await ctx.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, { check: check.id, nonce, authorityCheck: check.id });
       return { nonce, outcome };
     };
-    // Control: under the same authority, the session runs what it is sent, in its own launch.
+    // Control: under the same authority, the session runs what it is sent inside a launch of the
+    // launcher sent; that launch, found by where the command ran, is the session's.
     const same = await send(ctx.codexEntries());
     let observations = await observeProbe(ctx, same.nonce);
-    const sessionLaunch = observations.launches.find((l) => carriesNonce(l.argv, ctx.observers.sessionShellPath));
-    const controlRun = probeRan(observations, same.nonce);
-    if (!sessionLaunch || !controlRun || controlRun.launchId !== sessionLaunch.id) {
-      return couldNotRun(`under the same authority the session did not run the command it was sent inside its launch (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`);
+    const sessionLaunch = launchOf(observations, same.nonce);
+    if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
+      return couldNotRun(`under the same authority the session did not run the command it was sent inside a launch of the launcher sent (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`);
     }
     const changedState = await variantState(ctx, 'changed authority', { permissionProfile: { type: 'disabled' } });
-    const entries = changeLauncher
-      ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
-      : ctx.codexEntries(changedState);
+    const entries = changeLauncher ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } } : ctx.codexEntries(changedState);
     const changed = await send(entries);
     observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 300 : 1500);
-    const ran = probeRan(observations, changed.nonce);
-    if (ran && ran.launchId === sessionLaunch.id) {
+    const runs = probeRunsOf(observations, changed.nonce);
+    if (runs.some((run) => run.launchId === sessionLaunch.id)) {
       return fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
         expected: 'a refusal, or a fresh launch under the new authority',
-        actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${ran.launchId} (the session's original launch)` },
+        actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${sessionLaunch.id} (the session's original launch)` },
       });
     }
-    if (!ran) {
+    if (runs.length === 0) {
       if (isRefusal(changed.outcome)) return pass('the server refused the call');
       return fail('the call reported success, but the command it carried never ran', { expected: 'a refusal, or the command run under the new authority', actual: summarizeOutcome(changed.outcome) });
     }
-    const launch = observations.launches.find((l) => l.id === ran.launchId);
-    if (!launch) return fail('the command ran outside any launch', { expected: 'a fresh launch under the new authority', actual: ran });
-    if (changeLauncher) {
-      return (
-        launch.launcher === 'b'
-          ? pass('the session restarted under the new launcher')
-          : fail('the command ran in a launch of the old launcher, not the one this call sent', { expected: 'a launch of the new launcher', actual: launch.argv })
-      );
-    }
-    return (
-      carriesState(launch.argv, changedState)
-        ? pass('the session restarted under the new state')
-        : fail('the fresh launch did not carry the new state', { expected: changedState, actual: launch.argv })
-    );
+    // Where it ran instead (outside a launch, under another launcher or state) is the monitor's finding.
+    return pass(`the session restarted under the new ${changeLauncher ? 'launcher' : 'state'}`);
   });
 }
 
 export const authorityScenarios: Scenario[] = [
   argumentsScenario,
   cacheScenario,
-  concurrentScenario,
+  sequenceScenario,
+  concurrentScenario(concurrentCalls, (ctx) => Promise.all([1, 2, 3, 4].map((call) => variantState(ctx, `call ${call}`, {})))),
+  concurrentScenario(concurrentSameWorkspace, async (ctx) => {
+    const profile = ctx.state.permissionProfile as Record<string, unknown>;
+    return [1, 2, 3, 4].map((call) => ({ ...ctx.state, permissionProfile: { ...profile, network: call % 2 ? 'restricted' : 'enabled' }, conformanceCall: call }));
+  }),
   sessionScenario(sessionStateChange, false),
   sessionScenario(sessionLauncherChange, true),
 ];

@@ -1,4 +1,4 @@
-import { TargetStartError } from '../harness/host-session.js';
+import { TargetStartError, type HostSession, type RawOutcome } from '../harness/host-session.js';
 import type { Connection } from '../harness/target.js';
 import { structuralDiff, summarizeOutcome } from './judge.js';
 import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
@@ -67,6 +67,23 @@ export const startupHeadroom: CheckDef = {
 };
 
 const DEFAULT_CONCURRENT_STARTUPS = 3;
+const MAX_PAGES = 100;
+
+/** Every tool of a second tools/list, following nextCursor like the handshake; or the page that failed. */
+async function listAllTools(session: HostSession, timeoutMs: number): Promise<{ tools: unknown[] } | { failed: RawOutcome | string }> {
+  const tools: unknown[] = [];
+  let cursor: unknown;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const params: Record<string, unknown> = { _meta: { progressToken: 99 + page } };
+    if (cursor !== undefined) params.cursor = cursor;
+    const list = await session.request('tools/list', params, timeoutMs);
+    if (list.kind !== 'result' || !isObject(list.result) || !Array.isArray(list.result.tools)) return { failed: list };
+    tools.push(...list.result.tools.filter(isObject));
+    cursor = list.result.nextCursor;
+    if (cursor === undefined || cursor === null) return { tools };
+  }
+  return { failed: `still a nextCursor after ${MAX_PAGES} pages` };
+}
 
 export const catalogScenario: Scenario = {
   id: 'catalog/startups',
@@ -78,15 +95,15 @@ export const catalogScenario: Scenario = {
     const budget = ctx.options.startupTimeoutMs;
     const verdicts = new Map<string, Verdict>();
 
-    // A second listing on the first connection.
-    const again = await ctx.session.request('tools/list', { _meta: { progressToken: 99 } }, ctx.options.callTimeoutMs);
+    // A second listing on the first connection, all pages of it: compared with the whole first catalog.
+    const again = await listAllTools(ctx.session, ctx.options.callTimeoutMs);
     const changedNotice = ctx.session.transcript.entries.some(
       (e) => e.dir === 'server->host' && (e.message as { method?: unknown }).method === 'notifications/tools/list_changed',
     );
-    const relisted = again.kind === 'result' && isObject(again.result) && Array.isArray(again.result.tools) ? again.result.tools : undefined;
-    if (!relisted) verdicts.set(stableRelist.id, fail('the second tools/list failed', { expected: 'the same catalog', actual: summarizeOutcome(again) }));
-    else {
-      const diff = structuralDiff({ tools: ctx.handshake.tools }, { tools: relisted });
+    if ('failed' in again) {
+      verdicts.set(stableRelist.id, fail('the second tools/list failed', { expected: 'the same catalog', actual: typeof again.failed === 'string' ? again.failed : summarizeOutcome(again.failed) }));
+    } else {
+      const diff = structuralDiff({ tools: ctx.handshake.tools }, { tools: again.tools });
       verdicts.set(
         stableRelist.id,
         diff.length === 0 || changedNotice ? pass(changedNotice ? 'the server announced a change' : undefined) : fail('the catalog changed between two listings without notifications/tools/list_changed', { diff }),

@@ -1,8 +1,6 @@
 import { LAUNCHER_KEY } from '../harness/codex-wire.js';
-import { usesShellString } from '../harness/exec-adapter.js';
-import { shellQuote } from '../harness/observers.js';
 import { bothKeys } from './aliases.js';
-import { controlFacts, judgeStateReachedLaunch, keyOrderDifferences, launchesOf, parseLaunchArgv, probeRan, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
+import { controlFacts, judgeStateReachedLaunch, launchesFor, launchOf, parseLaunchArgv, probeRunsOf, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
 import { runsGivenExecutable } from './launcher.js';
 import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict } from './model.js';
 import type { Observations } from '../harness/observers.js';
@@ -46,78 +44,48 @@ export const fidelity: CheckDef = {
   needs: ['exec', 'opt-in'],
 };
 
-/** The command the launcher should run: exactly the argv, or (for a shell-string tool) a shell running that string. */
-function commandMatches(actual: string[] | undefined, probe: ExecProbe, shellString: boolean): boolean {
-  if (!actual) return false;
-  if (JSON.stringify(actual) === JSON.stringify(probe.command)) return true;
-  if (!shellString) return false;
-  const script = probe.command.map(shellQuote).join(' ');
-  return actual.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(actual[0]!) && /^-l?c$/.test(actual[1]!) && actual[2] === script;
+/**
+ * The control call's own launch decides whether there is anything to judge; what is wrong with
+ * it, and with every other launch of the run, is the sandbox monitor's finding (suites/monitor.ts),
+ * charged to these same checks. So each verdict here is: could not run, or pass pending the monitor.
+ */
+function judgeArgv(probe: ExecProbe, observations: Observations): Verdict {
+  const launch = launchOf(observations, probe.nonce);
+  if (!launch) return couldNotRun(`no launch served the control call, so there is no argv to judge (see ${runsGivenExecutable.id})`);
+  return pass();
 }
 
-function judgeArgv(probe: ExecProbe, observations: Observations, shellString: boolean): Verdict {
-  const launch = launchesOf(observations, probe.nonce)[0];
-  if (!launch) return couldNotRun(`no launch carried the probe, so there is no argv to judge (see ${runsGivenExecutable.id})`);
-  const parsed = parseLaunchArgv(launch.argv);
-  const problems = [...parsed.problems];
-  if (!commandMatches(parsed.command, probe, shellString)) {
-    problems.push(`the command after "--" is ${JSON.stringify(parsed.command)}, not ${JSON.stringify(probe.command)}`);
-  }
-  if (problems.length === 0) return pass();
-  return fail(problems.join('; '), {
-    expected: ['sandbox', '--sandbox-state-json', '<state JSON>', '--', ...probe.command],
-    actual: launch.argv,
-  });
-}
-
-function judgeState(probe: ExecProbe, observations: Observations, state: unknown): Verdict {
-  const launch = launchesOf(observations, probe.nonce)[0];
-  if (!launch) return couldNotRun(`no launch carried the probe (see ${runsGivenExecutable.id})`);
-  const parsed = parseLaunchArgv(launch.argv);
-  if (parsed.stateArguments.length !== 1) return couldNotRun(`the launch does not carry exactly one state value (see ${argvShape.id})`);
-  const received = stateInArgv(launch.argv);
-  if (received === undefined) {
-    return fail('the value of --sandbox-state-json is not JSON', { expected: state, actual: parsed.stateArguments[0] });
-  }
-  const diff = structuralDiff(state, received);
-  if (diff.length === 0) return pass();
-  return fail(`the forwarded state differs from the one sent (${diff.length} path${diff.length === 1 ? '' : 's'})`, { expected: state, actual: received, diff });
+function judgeState(probe: ExecProbe, observations: Observations): Verdict {
+  const launch = launchOf(observations, probe.nonce);
+  if (!launch) return couldNotRun(`no launch served the control call (see ${runsGivenExecutable.id})`);
+  if (parseLaunchArgv(launch.argv).stateArguments.length !== 1) return couldNotRun(`the launch does not carry exactly one state value (see ${argvShape.id})`);
+  return pass();
 }
 
 function judgeFidelity(probe: ExecProbe, observations: Observations, state: unknown): Verdict {
-  const launch = launchesOf(observations, probe.nonce)[0];
+  const launch = launchOf(observations, probe.nonce);
   const received = launch ? stateInArgv(launch.argv) : undefined;
   if (received === undefined) return couldNotRun(`no forwarded state to judge (see ${stateUnchanged.id})`);
   if (structuralDiff(state, received).length > 0) {
     return couldNotRun(`the forwarded state differs in content (see ${stateUnchanged.id}); fidelity is judged on an equal value`);
   }
-  const differences = keyOrderDifferences(state, received);
-  if (differences.length === 0) return pass();
-  return fail(`the forwarded state was re-serialized: key order changed at ${differences.length} place${differences.length === 1 ? '' : 's'}`, {
-    expected: state,
-    actual: received,
-    diff: differences.map((d) => `~ order    ${d}`),
-  });
+  return pass();
 }
 
+/** The control: with everything Codex sends, the command runs through the given codexExecutable. */
 function judgeLauncherUsed(probe: ExecProbe, observations: Observations): Verdict {
-  const ran = probeRan(observations, probe.nonce);
-  const pathSearch = observations.trapCalls.filter((t) => t.trap === 'path-search');
-  const launches = launchesOf(observations, probe.nonce);
-  const actual = {
-    ...(summarizeOutcome(probe.outcome) as object),
-    launchesOfGivenLauncher: launches.length,
-    codexFoundOnPath: pathSearch.map((t) => t.argv.join(' ')),
-    probeRan: ran ? ran.launchId || '(without any launcher)' : false,
-  };
-  const expected = { launchesOfGivenLauncher: 1, codexFoundOnPath: [], probeRan: '<under that launch>' };
-  if (pathSearch.length > 0) return fail('the server ran a `codex` found on PATH instead of codexExecutable', { expected, actual });
-  if (ran && !ran.launchId) return fail('the command ran without the launcher', { expected, actual });
-  if (launches.length === 0 && !ran) {
-    return couldNotRun('the call ran nothing at all, so which executable the server would use is unknown (see aliases/both-keys)');
-  }
-  if (launches.length === 0) return fail(`the server never executed the ${LAUNCHER_KEY} codexExecutable`, { expected, actual });
-  return pass();
+  const launch = launchOf(observations, probe.nonce);
+  if (launch?.launcher === 'a') return pass();
+  const runs = probeRunsOf(observations, probe.nonce);
+  return fail(`with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given`, {
+    expected: { response: 'the command\'s output', launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch' },
+    actual: {
+      ...(summarizeOutcome(probe.outcome) as object),
+      launches: launchesFor(observations, probe.nonce).map((l) => l.argv),
+      codexFoundOnPath: observations.trapCalls.filter((t) => t.trap === 'path-search').map((t) => t.argv.join(' ')),
+      commandRan: runs.length ? runs.map((r) => r.launchId || '(outside any launch)') : false,
+    },
+  });
 }
 
 /**
@@ -135,13 +103,12 @@ export const codexCallScenario: Scenario = {
     const probe = await ctx.execProbe(ctx.codexEntries());
     const observations = await ctx.observe();
     ctx.publishControl(controlFacts(probe, observations));
-    const shellString = usesShellString(ctx.exec?.arguments);
     return new Map<string, Verdict>([
       [runsGivenExecutable.id, judgeLauncherUsed(probe, observations)],
-      [argvShape.id, judgeArgv(probe, observations, shellString)],
-      [stateUnchanged.id, judgeState(probe, observations, ctx.state)],
+      [argvShape.id, judgeArgv(probe, observations)],
+      [stateUnchanged.id, judgeState(probe, observations)],
       [fidelity.id, judgeFidelity(probe, observations, ctx.state)],
-      [bothKeys.id, judgeStateReachedLaunch(probe, observations, ctx.state, 'a call with both state keys')],
+      [bothKeys.id, await judgeStateReachedLaunch(probe, observations, ctx.state, 'a call with both state keys', ctx)],
     ]);
   },
 };

@@ -34,8 +34,39 @@ export function launchesOf(observations: Observations, nonce: string): Launch[] 
   return observations.launches.filter((l) => !l.isCapabilityProbe && carriesNonce(l.argv, nonce));
 }
 
+/** Every execution of the probe with this nonce (each leaves its own record). */
+export function probeRunsOf(observations: Observations, nonce: string) {
+  return observations.probeRuns.filter((run) => run.nonce === nonce);
+}
+
+/** The first execution of this probe inside a launch, else its first execution at all. */
 export function probeRan(observations: Observations, nonce: string) {
-  return observations.probeRuns.find((run) => run.nonce === nonce);
+  const runs = probeRunsOf(observations, nonce);
+  return runs.find((run) => run.launchId !== '') ?? runs[0];
+}
+
+/**
+ * The launches that served this call: those that carried its nonce, and those its probe ran in
+ * (a worker or session launched earlier and fed the command later).
+ */
+export function launchesFor(observations: Observations, nonce: string): Launch[] {
+  const ranIn = new Set(probeRunsOf(observations, nonce).map((run) => run.launchId));
+  return observations.launches.filter((l) => !l.isCapabilityProbe && (carriesNonce(l.argv, nonce) || ranIn.has(l.id)));
+}
+
+/** The launch the probe ran in (else the first that carried it), if any. */
+export function launchOf(observations: Observations, nonce: string): Launch | undefined {
+  const ran = probeRunsOf(observations, nonce).find((run) => observations.launches.some((l) => l.id === run.launchId));
+  return (ran && observations.launches.find((l) => l.id === ran.launchId)) ?? launchesOf(observations, nonce)[0];
+}
+
+/** The check whose failure is reported when the control call launches nothing. */
+export const CONTROL_CHECK = 'launcher/runs-given-executable';
+
+/** A could-not-run verdict when the control shows the exec tool launches nothing at all; undefined when it works. */
+export async function waitForControl(ctx: { control(): Promise<ControlFacts> }, what: string): Promise<Verdict | undefined> {
+  const facts = await ctx.control();
+  return facts.works ? undefined : couldNotRun(`${what}, and the exec tool does not launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`);
 }
 
 /** The parts of a launcher argv, and everything wrong with its shape (FWD-1). */
@@ -120,9 +151,15 @@ export function carriesState(argv: string[], state: Record<string, unknown>): bo
  * (ALIAS-1). Fidelity is FWD-2's question and which codex ran is LAUNCH-1's, so this only asks
  * whether the sent state (known by its unique sandboxCwd) reached a launch before `--`.
  */
-export function judgeStateReachedLaunch(probe: ExecProbe, observations: Observations, state: Record<string, unknown>, what: string): Verdict {
+export async function judgeStateReachedLaunch(
+  probe: ExecProbe,
+  observations: Observations,
+  state: Record<string, unknown>,
+  what: string,
+  control: { control(): Promise<ControlFacts> },
+): Promise<Verdict> {
   const executions = [
-    ...launchesOf(observations, probe.nonce).map((l) => l.argv),
+    ...launchesFor(observations, probe.nonce).map((l) => l.argv),
     ...observations.trapCalls.filter((t) => carriesNonce(t.argv, probe.nonce)).map((t) => t.argv),
   ];
   const marker = stateMarker(state);
@@ -133,6 +170,8 @@ export function judgeStateReachedLaunch(probe: ExecProbe, observations: Observat
     probeRan: ran ? ran.launchId || '(without any launcher)' : false,
   };
   if (executions.length === 0) {
+    const blocked = await waitForControl(control, `${what}: nothing was launched`);
+    if (blocked) return blocked;
     return fail(`${what}: the server never handed the command to a codex sandbox launcher`, {
       expected: 'the probe launched through `codex sandbox --sandbox-state-json <state> -- ...`',
       actual,
@@ -148,9 +187,9 @@ export function judgeStateReachedLaunch(probe: ExecProbe, observations: Observat
 /** The positive control: the probe ran under a launch of the launcher the suite gave. */
 export function controlFacts(probe: ExecProbe, observations: Observations): ControlFacts {
   const ran = probeRan(observations, probe.nonce);
-  const launches = launchesOf(observations, probe.nonce);
-  if (ran && launches.some((l) => l.id === ran.launchId)) return { works: true, detail: 'the probe ran through the launcher' };
-  return { works: false, detail: `with everything Codex sends, the probe ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})` };
+  const launch = launchOf(observations, probe.nonce);
+  if (launch?.launcher === 'a' && (!ran || ran.launchId === launch.id)) return { works: true, detail: 'the command ran through the launcher' };
+  return { works: false, detail: `with everything Codex sends, the command ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})` };
 }
 
 /**
@@ -161,7 +200,7 @@ export function controlFacts(probe: ExecProbe, observations: Observations): Cont
 export async function judgeFailClosed(probe: ExecProbe, observations: Observations, control: Promise<ControlFacts>): Promise<Verdict> {
   const launches = launchesOf(observations, probe.nonce);
   const ran = probeRan(observations, probe.nonce);
-  const traps = observations.trapCalls;
+  const traps = observations.trapCalls.filter((t) => carriesNonce(t.argv, probe.nonce) || t.trap !== 'path-search');
   const expected = { response: 'an error (JSON-RPC error or isError: true)', launches: [], probeRan: false, trapsFired: [] };
   const actual = {
     ...(summarizeOutcome(probe.outcome) as object),
@@ -178,7 +217,7 @@ export async function judgeFailClosed(probe: ExecProbe, observations: Observatio
   if (!isRefusal(probe.outcome)) return fail('nothing ran, yet the call reported success instead of an error', { expected, actual });
   const facts = await control;
   if (!facts.works) {
-    return couldNotRun(`the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
+    return couldNotRun(`the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`);
   }
   return pass();
 }

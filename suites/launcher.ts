@@ -1,6 +1,8 @@
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../harness/codex-wire.js';
-import { judgeFailClosed } from './judge.js';
-import { singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext } from './model.js';
+import { join } from 'node:path';
+import { isRefusal } from '../harness/host-session.js';
+import { judgeFailClosed, launchesOf, launchOf, summarizeOutcome, waitForControl } from './judge.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type Scenario, type ScenarioContext } from './model.js';
 
 export const runsGivenExecutable: CheckDef = {
   id: 'launcher/runs-given-executable',
@@ -40,6 +42,20 @@ export const absentFailsClosed = failClosedCheck(
   'Falling back to running the command directly, or to a codex on PATH.',
 );
 
+const relativePath = failClosedCheck(
+  'launcher/relative-path',
+  'LAUNCH-3',
+  'fails closed when codexExecutable is a relative path',
+  'codexExecutable is the relative path "codex", and executables named codex wait where a resolver might look (the workspace, its bin/).',
+  'Spawning a relative name, which searches PATH, or resolving it against the working directory or the sandboxCwd.',
+);
+
+/** Traps where a relative "codex" could be resolved to: the workspace (sandboxCwd) and its bin/. */
+async function plantRelativeTraps(ctx: ScenarioContext): Promise<void> {
+  const ws = ctx.observers.workspaceDir;
+  await Promise.all([ctx.plantTrap('relative-launcher', { dir: ws }), ctx.plantTrap('relative-launcher', { dir: join(ws, 'bin') })]);
+}
+
 interface Malformed {
   check: CheckDef;
   entries: (ctx: ScenarioContext) => Promise<SandboxEntries>;
@@ -51,8 +67,11 @@ const malformed: Malformed[] = [
     entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: ctx.observers.launcherPath }),
   },
   {
-    check: failClosedCheck('launcher/relative-path', 'LAUNCH-3', 'fails closed when codexExecutable is a relative path', 'codexExecutable is the relative path "codex".', 'Spawning a relative name, which searches PATH or the working directory.'),
-    entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: 'codex' } }),
+    check: relativePath,
+    entries: async (ctx) => {
+      await plantRelativeTraps(ctx);
+      return { ...ctx.codexEntries(), launcher: { codexExecutable: 'codex' } };
+    },
   },
   {
     check: failClosedCheck('launcher/missing-file', 'LAUNCH-3', 'fails closed when codexExecutable does not exist', 'codexExecutable is an absolute path to no file.', 'Trying the path, failing, and then running the command some other way.'),
@@ -82,7 +101,82 @@ function failClosedScenario(check: CheckDef, entries: (ctx: ScenarioContext) => 
   });
 }
 
+export const failsClosedAfterSuccess: CheckDef = {
+  id: 'launcher/fails-closed-after-success',
+  rule: 'LAUNCH-2',
+  level: 'MUST',
+  title: 'still fails closed after successful calls, for every missing or malformed launcher and state',
+  summary:
+    'On one server process, calls with everything Codex sends alternate with calls whose launcher is absent, not an object, relative, missing or not executable, and whose state is absent or not an object. Every one of the latter must be refused with nothing run, however many calls succeeded before. Source: CONTRACT.md §3 LAUNCH-2, LAUNCH-3 and EXEC-1.',
+  why: 'A server that remembers the last good launcher or state runs a call that carried no authority under an earlier call\'s, which is the silent escape the contract exists to prevent.',
+  typicalMistake: 'Keeping the last launcher (or state) in a variable and falling back to it when a call has none.',
+  fix: 'Read the launcher and the state from each call\'s own _meta, and refuse the call when either is missing or invalid.',
+  needs: ['exec', 'opt-in'],
+};
+
+export const brokenSandbox: CheckDef = {
+  id: 'launcher/broken-sandbox-not-bypassed',
+  rule: 'LAUNCH-3',
+  level: 'MUST',
+  title: 'reports a launcher that cannot set up its sandbox, and never reruns the command another way',
+  summary:
+    'The codexExecutable exists and is executable but fails the way a broken sandbox does (a bubblewrap error on stderr, exit 1, nothing run). The call must come back as an error, and the command must never run: not directly, not later. Source: CONTRACT.md §3 LAUNCH-3 and EXEC-1.',
+  why: 'A retry without the sandbox turns every sandbox failure into an unsandboxed run.',
+  typicalMistake: 'Catching the launcher\'s failure and rerunning the command directly "so the user still gets output".',
+  fix: 'Return the launcher\'s failure as an error result (isError: true) and run nothing else.',
+  needs: ['exec', 'opt-in'],
+};
+
+/** Valid calls interleaved with every invalid variant, on one process. */
+const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async (ctx) => {
+  const invalid = [{ label: launcherAbsent.label, entries: async () => ({ ...ctx.codexEntries(), launcher: undefined }) }, ...malformed.map((m) => ({ label: m.check.id, entries: () => m.entries(ctx) }))];
+  const valid: ExecProbe[] = [];
+  const refusedWrongly: { label: string; response: unknown }[] = [];
+  valid.push(await ctx.execProbe(ctx.codexEntries()));
+  for (const [i, variant] of invalid.entries()) {
+    const probe = await ctx.execProbe(await variant.entries(), { expect: 'refuse' });
+    if (!isRefusal(probe.outcome)) refusedWrongly.push({ label: variant.label, response: summarizeOutcome(probe.outcome) });
+    if (i % 2 === 1) valid.push(await ctx.execProbe(ctx.codexEntries()));
+  }
+  valid.push(await ctx.execProbe(ctx.codexEntries()));
+  const observations = await ctx.observe();
+  // Nothing may run for the invalid calls: the monitor charges any execution to this check.
+  if (valid.every((probe) => !launchOf(observations, probe.nonce))) {
+    return (await waitForControl(ctx, 'no valid call of the sequence launched')) ?? couldNotRun('no valid call of the sequence launched, so the refusals prove nothing');
+  }
+  if (refusedWrongly.length > 0) {
+    return fail(`${refusedWrongly.length} call${refusedWrongly.length === 1 ? '' : 's'} without valid authority did not come back as an error`, {
+      expected: 'an error (JSON-RPC error or isError: true) for each',
+      actual: refusedWrongly,
+    });
+  }
+  return pass();
+});
+
+/** A launcher that fails like a broken bubblewrap, then a normal call: the first command never runs. */
+const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => {
+  const broken = await ctx.observers.brokenLauncher();
+  const probe = await ctx.execProbe({ ...ctx.codexEntries(), launcher: { codexExecutable: broken } }, { expect: 'attempt' });
+  await ctx.execProbe(ctx.codexEntries()); // later: a retry queued for "when the sandbox works" would show here
+  const observations = await ctx.observe();
+  const attempted = launchesOf(observations, probe.nonce).some((l) => l.launcher === 'broken');
+  const actual = { ...(summarizeOutcome(probe.outcome) as object), launchedBrokenLauncher: attempted };
+  if (!isRefusal(probe.outcome)) {
+    return fail('the launcher failed to set up its sandbox, yet the call reported success', { expected: { response: 'an error (isError: true or a JSON-RPC error)' }, actual });
+  }
+  if (!attempted) {
+    const blocked = await waitForControl(ctx, 'the broken launcher was never tried');
+    return blocked ?? pass('the server refused before launching (it checks its launcher beforehand)');
+  }
+  // Whether the command ran some other way, then or later, is the monitor's finding, charged here.
+  return pass();
+});
+
+const launcherAbsent = { label: absentFailsClosed.id };
+
 export const launcherScenarios: Scenario[] = [
   failClosedScenario(absentFailsClosed, async (ctx) => ({ ...ctx.codexEntries(), launcher: undefined })),
   ...malformed.map((m) => failClosedScenario(m.check, m.entries)),
+  afterSuccessScenario,
+  brokenSandboxScenario,
 ];

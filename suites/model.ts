@@ -4,6 +4,7 @@ import type { Connection } from '../harness/target.js';
 import type { Handshake, HostSession, RawOutcome } from '../harness/host-session.js';
 import type { Observations, ScenarioObservers } from '../harness/observers.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
+import type { Expectation, MonitoredCall } from './monitor.js';
 
 export type Level = 'MUST' | 'SHOULD' | 'INFO';
 export type Status = 'pass' | 'fail' | 'warn' | 'skip' | 'error' | 'xfail' | 'xpass';
@@ -83,16 +84,41 @@ export interface ScenarioContext {
   /** The sandbox entries Codex would send for `state` (none when the server did not opt in). */
   codexEntries(state?: unknown): SandboxEntries;
   /**
-   * Asks the server to run the probe through its exec tool with these sandbox entries. A given
-   * nonce repeats an earlier call's arguments exactly.
+   * Asks the server to run the probe through its exec tool with these sandbox entries. The call
+   * is registered with the sandbox monitor, which judges everything it caused once the scenario
+   * is over.
    */
-  execProbe(sandbox: SandboxEntries, extraArguments?: Record<string, unknown>, nonce?: string): Promise<ExecProbe>;
+  execProbe(sandbox: SandboxEntries, options?: ProbeOptions): Promise<ExecProbe>;
+  /** Any other tools/call (a session's), registered with the monitor like execProbe's. */
+  callTool(tool: string, args: unknown, sandbox: SandboxEntries, options?: CallOptions): Promise<RawOutcome>;
+  /** Plants a trap (see ScenarioObservers.trap) whose firing is charged to this scenario's check. */
+  plantTrap(name: string, where?: { dir?: string; file?: string }): Promise<string>;
   /** Caller `_meta` for resource reads (already accepted by Codex's HOST-3 rule), if configured. */
   readonly resourceReadMeta?: Record<string, unknown>;
   /** The operator's session adapter (checks needing 'session' are skipped without one). */
   readonly sessionAdapter?: SessionAdapter;
   /** Another connection to the target (a fresh server for a started target); closed by the runner. */
   openConnection(): Promise<Connection>;
+}
+
+/** How the monitor should see a call (defaults: the scenario's first check; expectation from the authority sent). */
+export interface CallOptions {
+  check?: string;
+  nonce?: string;
+  /** The argv of an argv tool, which must follow `--` exactly when it is launched directly. */
+  argv?: string[];
+  /** 'attempt': the launcher is expected to fail; the command must never execute. */
+  expect?: Expectation;
+  concurrent?: boolean;
+  decoy?: MonitoredCall['decoy'];
+  authorityCheck?: string;
+}
+
+export interface ProbeOptions extends Omit<CallOptions, 'argv'> {
+  /** Extra tool arguments (AUTH-1 smuggles authority in them). */
+  extraArguments?: Record<string, unknown>;
+  /** The command: an argv (for a shell-string tool it is shell-quoted), or a script for a shell-string tool. Default: the probe. */
+  command?: { argv: string[]; script?: string };
 }
 
 export interface ExecProbe {

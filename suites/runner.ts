@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { resolveExecAdapter, renderArguments, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
+import { resolveExecAdapter, renderArguments, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
+import type { SandboxEntries } from '../harness/codex-wire.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers, type Observations } from '../harness/observers.js';
 import { ProcessScope, sweepMarked, trackRunMarker } from '../harness/process-group.js';
@@ -12,6 +13,7 @@ import type { Transport } from '../harness/codex-wire.js';
 import {
   couldNotRun,
   notApplicable,
+  type CallOptions,
   type CheckDef,
   type CheckResult,
   type ControlFacts,
@@ -21,6 +23,31 @@ import {
   type Verdict,
 } from './model.js';
 import { isObject } from '../harness/json.js';
+import type { RawOutcome } from '../harness/host-session.js';
+import { authorityOf, monitor, type CanonicalChecks, type Finding, type MonitoredCall } from './monitor.js';
+import { argvShape, fidelity, stateUnchanged } from './forwarding.js';
+import { runsGivenExecutable } from './launcher.js';
+import { concurrentCalls, stateFollowsCall } from './authority.js';
+import { executesInsideLaunch } from './execution.js';
+
+/** Where the monitor charges findings that are not about their call's own purpose. */
+const CANONICAL: CanonicalChecks = {
+  exec: executesInsideLaunch.id,
+  launcher: runsGivenExecutable.id,
+  argvShape: argvShape.id,
+  stateUnchanged: stateUnchanged.id,
+  fidelity: fidelity.id,
+  staleAuthority: stateFollowsCall.id,
+  concurrentAuthority: concurrentCalls.id,
+};
+
+/** What one scenario asked of the server, for the monitor. */
+interface MonitorLog {
+  calls: MonitoredCall[];
+  trapOwners: Map<string, string>;
+  observers?: ScenarioObservers;
+  findings: Finding[];
+}
 
 export interface RunPlan {
   /** At least one of the two. */
@@ -169,6 +196,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   }
   queue.sort((a, b) => Number(Boolean(b.scenario.isControl)) - Number(Boolean(a.scenario.isControl)));
   const resultsByJob = new Map<Job, CheckResult[]>();
+  const logsByJob = new Map<Job, MonitorLog>();
 
   // Jobs under way, with their scopes: a target found dead at startup aborts the others of its transport.
   const inFlight = new Map<Job, ProcessScope>();
@@ -185,6 +213,8 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;
     const extraConnections: Connection[] = [];
+    const log: MonitorLog = { calls: [], trapOwners: new Map(), findings: [] };
+    logsByJob.set(job, log);
     for (const check of scenario.checks) {
       const verdict = job.runs ? staticUnmet(check, plan) : notApplicable(job.transport === 'http' ? HTTP_HINT : 'needs a stdio target');
       if (verdict) verdicts.set(check.id, verdict);
@@ -210,6 +240,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       const work = scope.run(async () => {
         try {
           const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
+          log.observers = observers;
           timing.observersMs = Date.now() - t0;
           serverStarts++;
           connection = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
@@ -224,7 +255,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
             if (scope.aborted !== undefined) void extra.close();
             return extra;
           };
-          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection);
+          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, log);
           timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
           // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
           // absence the server never finished: they say "error", not "fail".
@@ -239,9 +270,14 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
           const closeStarted = Date.now();
           const all = [connection, ...extraConnections];
           closing.push(
-            Promise.allSettled(all.map((c) => c?.close())).then(() => {
+            Promise.allSettled(all.map((c) => c?.close())).then(async () => {
               timing.closeMs = Date.now() - closeStarted;
               all.forEach(compactTranscript);
+              // The servers are gone: whatever they were going to run has run. Judge every call.
+              if (log.observers && log.calls.length + log.trapOwners.size > 0) {
+                const observers = log.observers;
+                log.findings = monitor({ calls: log.calls, observations: await observers.read(), launcherName: (path) => observers.launcherName(path), trapOwners: log.trapOwners, canonical: CANONICAL });
+              }
             }),
           );
         }
@@ -321,6 +357,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     runScope.abort('the run is over');
     await Promise.race([Promise.allSettled(works), sleep(2000)]);
     await Promise.allSettled(closing);
+    applyFindings([...resultsByJob.values()].flat(), [...logsByJob.values()].flatMap((l) => l.findings), plan.options.strict);
     sweepMarked(runScope.marker);
     forgetMarker();
     rmSync(root, { recursive: true, force: true });
@@ -342,6 +379,7 @@ async function runWithConnection(
   control: Control,
   verdicts: Map<string, Verdict>,
   openConnection: () => Promise<Connection>,
+  log: MonitorLog,
 ): Promise<void> {
   const { handshake, session } = connection;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(handshake.initializeResult);
@@ -383,18 +421,91 @@ async function runWithConnection(
     sessionAdapter: plan.session,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection,
-    execProbe: async (sandbox, extraArguments, givenNonce) => {
+    callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
+    plantTrap: async (name, where) => {
+      log.trapOwners.set(name, scenario.checks[0]!.id);
+      return observers.trap(name, where);
+    },
+    execProbe: async (sandbox, options = {}) => {
       if (!exec) throw new Error('execProbe called without an exec adapter');
-      const nonce = givenNonce ?? observers.newNonce();
-      const command = observers.probeCommand(nonce);
-      const rendered = renderArguments(exec.arguments, command);
-      const args = isObject(rendered) && extraArguments ? { ...rendered, ...extraArguments } : rendered;
-      const outcome = await session.callTool(exec.tool, args, sandbox, plan.options.callTimeoutMs);
+      const nonce = options.nonce ?? observers.newNonce();
+      const command = options.command?.argv ?? observers.probeCommand(nonce);
+      const shellString = usesShellString(exec.arguments);
+      const rendered = renderCommand(exec.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
+      const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
+      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command });
       return { nonce, command, arguments: args, outcome };
     },
   };
+  async function monitoredCall(tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions): Promise<RawOutcome> {
+    const authority = authorityOf(sandbox, connection.transport);
+    const call: MonitoredCall = {
+      index: log.calls.length + 1,
+      scenario: scenario.id,
+      transport: connection.transport,
+      check: options.check ?? scenario.checks[0]!.id,
+      nonce: options.nonce,
+      tool,
+      argv: options.argv,
+      sent: sandbox,
+      authority,
+      expect: options.expect ?? (authority.kind === 'valid' ? 'run' : 'refuse'),
+      concurrent: options.concurrent,
+      decoy: options.decoy,
+      authorityCheck: options.authorityCheck,
+    };
+    log.calls.push(call);
+    call.outcome = await session.callTool(tool, args, sandbox, plan.options.callTimeoutMs);
+    return call.outcome;
+  }
   const decided = await scenario.run(ctx);
   for (const [id, verdict] of decided) if (!verdicts.has(id)) verdicts.set(id, verdict);
+}
+
+/** Replaces "{{command}}" in a template with a script, verbatim (for a shell-string tool). */
+function withScript(template: unknown, script: string): unknown {
+  if (typeof template === 'string') return template.replaceAll('{{command}}', script);
+  if (Array.isArray(template)) return template.map((item) => withScript(item, script));
+  if (isObject(template)) return Object.fromEntries(Object.entries(template).map(([key, value]) => [key, withScript(value, script)]));
+  return template;
+}
+
+/** The exec tool's arguments for a command: the argv, or for a shell-string tool the script when one is given. */
+function renderCommand(template: unknown, argv: string[], script: string | undefined, vars: Record<string, string>): unknown {
+  return renderArguments(script !== undefined && usesShellString(template) ? withScript(template, script) : template, argv, vars);
+}
+
+const MAX_FINDINGS_SHOWN = 12;
+
+/**
+ * Folds the monitor's findings into the results: a finding fails the check it is charged to (on
+ * its transport), or its call's own check when that one is not in this run. A verdict that
+ * already failed keeps its message and gains the findings as diff lines.
+ */
+function applyFindings(results: CheckResult[], findings: Finding[], strict: boolean): void {
+  const row = (check: string, transport: Transport) => results.find((r) => r.id === check && r.transport === transport);
+  const charged = new Map<CheckResult, Finding[]>();
+  for (const finding of findings) {
+    const target = row(finding.check, finding.transport) ?? (finding.fallback ? row(finding.fallback, finding.transport) : undefined);
+    if (target) charged.set(target, [...(charged.get(target) ?? []), finding]);
+  }
+  for (const [result, unsorted] of charged) {
+    const list = [...unsorted].sort((a, b) => a.scenario.localeCompare(b.scenario) || (a.call ?? 0) - (b.call ?? 0));
+    const lines = list.slice(0, MAX_FINDINGS_SHOWN).map((f) => `! ${f.message}`);
+    if (list.length > MAX_FINDINGS_SHOWN) lines.push(`! … and ${list.length - MAX_FINDINGS_SHOWN} more`);
+    if (result.status === 'fail' || result.status === 'warn') {
+      result.diff = [...(result.diff ?? []), ...lines];
+      continue;
+    }
+    const first = list[0]!;
+    result.status = result.level === 'MUST' || (result.level === 'SHOULD' && strict) ? 'fail' : 'warn';
+    delete result.reason;
+    result.message = list.length === 1 ? first.message : `${first.message} (and ${list.length - 1} more finding${list.length === 2 ? '' : 's'} of the sandbox monitor)`;
+    result.expected = first.expected;
+    result.actual = first.actual;
+    result.diff = [...(first.diff ?? []), ...(list.length > 1 ? lines : [])];
+    if (result.diff.length === 0) delete result.diff;
+  }
 }
 
 function toResult(

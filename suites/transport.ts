@@ -38,7 +38,7 @@ const httpFailsClosedScenario = singleCheckScenario(
 const httpIgnoresLauncherScenario = singleCheckScenario(
   httpIgnoresLauncher,
   async (ctx) => {
-    const trap = await ctx.observers.trap('launcher-over-http');
+    const trap = await ctx.plantTrap('launcher-over-http');
     const probe = await ctx.execProbe({ ...ctx.codexEntries(), launcher: { codexExecutable: trap } });
     const observations = await ctx.observe();
     // Whether the command then runs some other way is HTTP-1's question; this one is only

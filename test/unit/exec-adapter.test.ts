@@ -1,8 +1,21 @@
 import { describe, expect, test } from 'vitest';
-import { renderArguments, resolveExecAdapter, usesShellString } from '../../harness/exec-adapter.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { z } from 'zod';
+import {
+  adapterDescription,
+  adapterRejection,
+  argumentsFromSchema,
+  readSessionId,
+  renderArguments,
+  resolveExecAdapter,
+  usesShellString,
+} from '../../harness/exec-adapter.js';
+import type { RawOutcome } from '../../harness/host-session.js';
 import { shellQuote } from '../../harness/observers.js';
 
-const tool = (name: string, properties: Record<string, unknown>) => ({ name, inputSchema: { type: 'object', properties } });
+const tool = (name: string, properties: Record<string, unknown>, required?: string[]) => ({ name, inputSchema: { type: 'object', properties, ...(required ? { required } : {}) } });
 
 describe('exec adapter detection', () => {
   test('an array property becomes {{argv}}, a string property {{command}}', () => {
@@ -23,6 +36,25 @@ describe('exec adapter detection', () => {
     expect(resolveExecAdapter(tools, { tool: 'b', source: 'flag' })).toMatchObject({ tool: 'b', arguments: { command: '{{command}}' } });
     expect(resolveExecAdapter(tools, { tool: 'zzz', source: 'flag' })).toEqual({ missing: expect.stringContaining('no tool named "zzz"') });
   });
+  test('a command declared as anyOf/oneOf of string and array is detected, the array form preferred', () => {
+    const str = { type: 'string' };
+    const arr = { type: 'array', items: { type: 'string' } };
+    for (const union of [{ anyOf: [str, arr] }, { anyOf: [arr, str] }, { oneOf: [str, arr, { type: 'null' }] }, { oneOf: [{ type: 'null' }, arr] }, { type: ['string', 'array'] }]) {
+      expect(argumentsFromSchema(tool('shell', { command: union }))).toEqual({ command: '{{argv}}' });
+    }
+    expect(argumentsFromSchema(tool('shell', { command: { anyOf: [str, { type: 'null' }] } }))).toEqual({ command: '{{command}}' });
+    expect(argumentsFromSchema(tool('shell', { command: { anyOf: [{ type: 'number' }] } }))).toBeUndefined();
+  });
+  test('a required cwd-like string property gets "{{cwd}}"; other required and optional properties are left out', () => {
+    const schema = { command: { type: 'array' }, cwd: { type: 'string' }, timeout: { type: 'number' }, env: { type: 'object' } };
+    expect(argumentsFromSchema(tool('shell', schema, ['command', 'cwd', 'timeout']))).toEqual({ command: '{{argv}}', cwd: '{{cwd}}' });
+    expect(argumentsFromSchema(tool('shell', schema, ['command']))).toEqual({ command: '{{argv}}' });
+    for (const name of ['workdir', 'working_directory', 'workingDirectory', 'dir', 'directory']) {
+      expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, [name]: { type: ['string', 'null'] } }, ['cmd', name]))).toEqual({ cmd: '{{command}}', [name]: '{{cwd}}' });
+    }
+    // Not of string type, or not cwd-like: left out.
+    expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, cwd: { type: 'array' }, mode: { type: 'string' } }, ['cmd', 'cwd', 'mode']))).toEqual({ cmd: '{{command}}' });
+  });
   test('explicit arguments win', () => {
     expect(resolveExecAdapter([], { tool: 'x', arguments: { a: 1 }, source: 'config' })).toEqual({ tool: 'x', arguments: { a: 1 }, source: 'config' });
   });
@@ -39,10 +71,114 @@ describe('rendering', () => {
     expect(usesShellString({ c: '{{command}}' })).toBe(true);
     expect(usesShellString({ c: '{{argv}}' })).toBe(false);
   });
+  test('{{cwd}} and other vars are filled when given and left as they are otherwise; values are not substituted again', () => {
+    const template = { command: '{{argv}}', cwd: '{{cwd}}', id: '{{sessionId}}' };
+    expect(renderArguments(template, ['ls'], { cwd: '/w/work space' })).toEqual({ command: ['ls'], cwd: '/w/work space', id: '{{sessionId}}' });
+    expect(renderArguments(template, ['ls'])).toEqual({ command: ['ls'], cwd: '{{cwd}}', id: '{{sessionId}}' });
+    expect(renderArguments('{{cwd}} {{command}}', ['echo', '{{cwd}}'], { cwd: '{{command}}' })).toBe("{{command}} echo '{{cwd}}'");
+  });
   test('shellQuote round-trips through sh', async () => {
     const { execFileSync } = await import('node:child_process');
     const tricky = ["it's", 'a b', '$(touch x)', '"q"', '', 'plain'];
     const out = execFileSync('sh', ['-c', `printf '%s\\n' ${tricky.map(shellQuote).join(' ')}`], { encoding: 'utf8' });
     expect(out.split('\n').slice(0, -1)).toEqual(tricky);
+  });
+});
+
+describe('adapter description', () => {
+  test('names the tool, the template and where it came from', () => {
+    expect(adapterDescription({ tool: 'run', arguments: { cmd: '{{command}}' }, source: 'detected' })).toBe(
+      'exec tool "run" with arguments {"cmd":"{{command}}"} (detected from its input schema)',
+    );
+    expect(adapterDescription({ tool: 'x', arguments: {}, source: 'flag' })).toMatch(/\(given by --exec-tool\)$/);
+    expect(adapterDescription({ tool: 'x', arguments: {}, source: 'config' })).toMatch(/\(from the config file\)$/);
+  });
+});
+
+const errorResult = (text: string): RawOutcome => ({ kind: 'result', result: { content: [{ type: 'text', text }], isError: true }, message: {} });
+const rpcError = (code: number, message: string): RawOutcome => ({ kind: 'error', error: { code, message }, message: {} });
+
+describe('adapterRejection', () => {
+  test("the SDK's own messages for an unknown tool and for arguments its schema refuses", async () => {
+    // Produced live, so that a change of wording in the SDK shows here.
+    const server = new McpServer({ name: 's', version: '1' });
+    server.registerTool('exec', { inputSchema: { command: z.array(z.string()).min(1), cwd: z.string() } }, async () => ({ content: [{ type: 'text', text: 'ran' }] }));
+    const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    try {
+      for (const [name, args] of [['nope', {}], ['exec', {}], ['exec', { command: 'ls', cwd: '/' }], ['exec', { command: [], cwd: '/' }], ['exec', { command: ['ls'] }]] as const) {
+        const result = await client.callTool({ name, arguments: args });
+        expect(result.isError, JSON.stringify(result)).toBe(true);
+        expect(adapterRejection({ kind: 'result', result, message: {} }), JSON.stringify(result)).toBe((result.content as { text: string }[])[0]!.text);
+      }
+      const ok = await client.callTool({ name: 'exec', arguments: { command: ['ls'], cwd: '/' } });
+      expect(adapterRejection({ kind: 'result', result: ok, message: {} })).toBeUndefined();
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+  test('recorded messages of the SDK and of other servers', () => {
+    for (const text of [
+      'MCP error -32602: Tool nope not found',
+      'MCP error -32602: Input validation error: Invalid arguments for tool exec: Invalid input: expected array, received undefined at command',
+      'MCP error -32602: Input validation error: Invalid arguments for tool exec: [\n  {\n    "code": "invalid_type",\n    "expected": "array",\n    "received": "undefined",\n    "path": ["command"],\n    "message": "Required"\n  }\n]',
+      'Unknown tool: exec',
+      'Error executing tool exec: 1 validation error for execArguments\ncommand\n  Field required [type=missing, input_value={}, input_type=dict]',
+      "'command' is a required property",
+      "data must have required property 'cwd'",
+      'Invalid arguments: cwd must be an absolute path. Nothing was run.',
+      'Schema validation failed: /command must be array',
+      'missing required argument: cwd',
+    ]) {
+      expect(adapterRejection(errorResult(text)), text).toBe(text);
+    }
+    expect(adapterRejection(rpcError(-32602, 'MCP error -32602: invalid cursor'))).toBe('MCP error -32602: invalid cursor');
+    expect(adapterRejection(rpcError(-32601, 'Method not found'))).toBe('Method not found');
+    expect(adapterRejection(rpcError(-32603, 'Internal error: Unknown tool: run'))).toBe('Internal error: Unknown tool: run');
+  });
+  test('sandbox refusals, failures and successes are not rejections', () => {
+    for (const text of [
+      'Refused: no sandbox launcher in _meta (codex/sandbox-launcher), so there is no sandbox to run the command in. Nothing was run.',
+      'Refused: the sandbox launcher is malformed (codexExecutable must be an absolute path), so there is no sandbox to run the command in. Nothing was run.',
+      'Refused: the sandbox state in _meta is not a JSON object, so there is no sandbox to run the command in. Nothing was run.',
+      'Refused: no sandbox launcher is accepted over HTTP, so there is no sandbox to run the command in. Nothing was run.',
+      'Refused: the sandbox state differs from the one this session was opened under; open a new session instead. Nothing was sent.',
+      'sandbox launcher validation failed: /x/codex is not executable',
+      'Failed to start /w/launcher/codex: spawn EACCES. Nothing was run.',
+      'fake codex: expected sandbox --sandbox-state-json <state> -- <command...>\nexit code: 64',
+      'MCP error -32602: Output validation error: Tool exec has an output schema but no structured content was provided',
+    ]) {
+      expect(adapterRejection(errorResult(text)), text).toBeUndefined();
+    }
+    expect(adapterRejection({ kind: 'result', result: { content: [{ type: 'text', text: 'Unknown tool: x' }] }, message: {} })).toBeUndefined();
+    expect(adapterRejection(rpcError(-32603, 'Internal error: spawn ENOENT'))).toBeUndefined();
+    expect(adapterRejection(rpcError(-32000, 'Refused: no sandbox launcher in _meta'))).toBeUndefined();
+    expect(adapterRejection({ kind: 'timeout', afterMs: 10 })).toBeUndefined();
+    expect(adapterRejection({ kind: 'closed', detail: 'server exited' })).toBeUndefined();
+  });
+});
+
+describe('readSessionId', () => {
+  const text = (t: string) => ({ content: [{ type: 'text', text: t }] });
+  test('with a path: a string or a number there', () => {
+    expect(readSessionId({ structuredContent: { id: 7 } }, 'structuredContent.id')).toBe('7');
+    expect(readSessionId(text('abc'), 'content.0.text')).toBe('abc');
+    expect(readSessionId({ structuredContent: { id: { x: 1 } } }, 'structuredContent.id')).toBeUndefined();
+    expect(readSessionId({ structuredContent: { sessionId: 's' } }, 'nowhere')).toBeUndefined();
+  });
+  test('without: structuredContent.sessionId, else the only text block, or its JSON sessionId', () => {
+    expect(readSessionId({ ...text('{"sessionId":"t"}'), structuredContent: { sessionId: 's' } })).toBe('s');
+    expect(readSessionId({ structuredContent: { sessionId: 12 } })).toBe('12');
+    expect(readSessionId(text('  0410aab9-ddcd\n'))).toBe('0410aab9-ddcd');
+    expect(readSessionId(text('{"sessionId": 42}'))).toBe('42');
+    expect(readSessionId(text('{"other": 1}'))).toBeUndefined();
+    expect(readSessionId(text('{not json'))).toBe('{not json');
+    expect(readSessionId({ content: [{ type: 'image', data: '' }, ...text('only').content] })).toBe('only');
+    expect(readSessionId({ content: [...text('a').content, ...text('b').content] })).toBeUndefined();
+    expect(readSessionId(text('   '))).toBeUndefined();
+    expect(readSessionId(undefined)).toBeUndefined();
   });
 });

@@ -1,0 +1,306 @@
+import { isDeepStrictEqual } from 'node:util';
+import { isAbsolute } from 'node:path';
+import { accessSync, constants, statSync } from 'node:fs';
+import { STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries, type Transport } from '../harness/codex-wire.js';
+import type { RawOutcome } from '../harness/host-session.js';
+import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../harness/observers.js';
+import { isObject } from '../harness/json.js';
+import { carriesNonce, keyOrderDifferences, parseLaunchArgv, parseJson, structuralDiff, summarizeOutcome } from './judge.js';
+
+/**
+ * The sandbox monitor (EXEC-1 and the rules it implies). Every tools/call a scenario makes is
+ * registered with the authority it carried; once the scenario's servers are gone, every recorded
+ * execution (probe runs, launches, trap calls) is matched to its call by nonce and to its launch
+ * by launch id, and judged: a call with valid authority ran only inside launches of exactly its
+ * codexExecutable under exactly its state; a call without ran nothing, ever; nothing ran outside a
+ * launch; no trap ran. Pure functions over observations, so they are unit-tested on synthetic logs.
+ */
+
+/** What a call carried, as a conforming server must read it. */
+export type Authority =
+  | { kind: 'valid'; codexExecutable: string; state: Record<string, unknown> }
+  | { kind: 'none'; why: string };
+
+/**
+ * What a call permits: `run` (launches of its authority, executions inside them), `refuse`
+ * (nothing launched, nothing executed), `attempt` (a launch of its authority may be tried, but the
+ * command must never execute: the launcher cannot set up a sandbox).
+ */
+export type Expectation = 'run' | 'refuse' | 'attempt';
+
+export interface MonitoredCall {
+  /** Position in its scenario, from 1. */
+  index: number;
+  scenario: string;
+  transport: Transport;
+  /** The check this call was made for: findings that are about its purpose are charged to it. */
+  check: string;
+  /** Ties executions to the call; calls that repeat another's arguments share its nonce. */
+  nonce?: string;
+  tool: string;
+  /** For an argv tool: the argv asked for, which must follow `--` exactly when launched directly. */
+  argv?: string[];
+  sent: SandboxEntries;
+  authority: Authority;
+  expect: Expectation;
+  /** Sent while other calls of the scenario were in flight (a state mix-up is then AUTH-3's). */
+  concurrent?: boolean;
+  /**
+   * Values the suite put where only a wrong reading would take them (the deprecated key in a
+   * conflict, a state in the arguments): a forwarded state that carries one of `markers` (JSON
+   * text) is charged to `check`; any other difference stays FWD-2's.
+   */
+  decoy?: { check: string; markers: string[] };
+  /** The check a launch under another call's authority is charged to (default AUTH-2's or AUTH-3's). */
+  authorityCheck?: string;
+  outcome?: RawOutcome;
+}
+
+/** The rule-level checks a finding is charged to when it is not about its call's own purpose. */
+export interface CanonicalChecks {
+  exec: string; // EXEC-1: an execution outside any launch
+  launcher: string; // LAUNCH-1: another executable ran
+  argvShape: string; // FWD-1
+  stateUnchanged: string; // FWD-2
+  fidelity: string; // FWD-3
+  staleAuthority: string; // AUTH-2: an earlier call's authority used
+  concurrentAuthority: string; // AUTH-3: a concurrent call's authority used
+}
+
+export interface Finding {
+  /** The check it is charged to. */
+  check: string;
+  /** Charged to a rule-level check; the call's own check is the fallback when that one is not reported. */
+  fallback?: string;
+  scenario: string;
+  transport: Transport;
+  call?: number;
+  message: string;
+  expected?: unknown;
+  actual?: unknown;
+  diff?: string[];
+}
+
+/** A path the host could hand out as a launcher: absolute, an existing executable regular file. */
+export function isUsableLauncher(path: unknown): path is string {
+  if (typeof path !== 'string' || !isAbsolute(path)) return false;
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The authority a call carries, read as the contract says a server must (ALIAS-1, ALIAS-2,
+ * LAUNCH-3, HTTP-1, HTTP-2): the current key wins, the deprecated one is the fallback, a
+ * non-object state or a launcher that is not an absolute executable file counts as absent, and
+ * over HTTP no launcher counts at all.
+ */
+export function authorityOf(sent: SandboxEntries, transport: Transport, usable: (path: unknown) => boolean = isUsableLauncher): Authority {
+  if (transport === 'http') return { kind: 'none', why: 'over HTTP no launcher can be trusted' };
+  const launcher = sent.launcher;
+  if (launcher === undefined) return { kind: 'none', why: 'no launcher was sent' };
+  const exe = isObject(launcher) ? launcher.codexExecutable : undefined;
+  if (!usable(exe)) return { kind: 'none', why: `the launcher is not an absolute path to an executable file (${JSON.stringify(launcher)})` };
+  const state = isObject(sent.state) ? sent.state : sent.state === undefined && isObject(sent.stateDeprecated) ? sent.stateDeprecated : undefined;
+  if (!state) return { kind: 'none', why: sent.state === undefined && sent.stateDeprecated === undefined ? 'no state was sent' : 'the state is not an object' };
+  return { kind: 'valid', codexExecutable: exe as string, state };
+}
+
+/** Both state keys with different values: the current one must win (ALIAS-2). */
+export const keysConflict = (sent: SandboxEntries): boolean =>
+  isObject(sent.state) && isObject(sent.stateDeprecated) && !isDeepStrictEqual(sent.state, sent.stateDeprecated);
+
+export interface MonitorInput {
+  calls: MonitoredCall[];
+  observations: Observations;
+  /** Which of the suite's launchers is at a path. */
+  launcherName: (path: string) => LauncherName | undefined;
+  /** The check that planted each named trap. */
+  trapOwners: Map<string, string>;
+  canonical: CanonicalChecks;
+}
+
+const describeAuthority = (call: MonitoredCall) =>
+  call.authority.kind === 'valid'
+    ? { codexExecutable: call.authority.codexExecutable, state: call.authority.state }
+    : { authority: `none: ${call.authority.why}` };
+
+const callLabel = (call: MonitoredCall) => `${call.scenario} call #${call.index}`;
+
+const runAccount = (run: ProbeRun) => ({ ranUnder: run.launchId || '(no launch: outside the sandbox)', pid: run.pid, invokedAs: run.invoked, cwd: run.cwd });
+
+/** Judges every registered call of one scenario against everything its observers recorded. */
+export function monitor(input: MonitorInput): Finding[] {
+  const { calls, observations, canonical } = input;
+  const findings: Finding[] = [];
+  const launchesById = new Map(observations.launches.map((l) => [l.id, l]));
+  const byNonce = new Map<string, MonitoredCall[]>();
+  for (const call of calls) if (call.nonce) byNonce.set(call.nonce, [...(byNonce.get(call.nonce) ?? []), call]);
+  const judgedLaunches = new Set<string>();
+  const charge = (call: MonitoredCall | undefined, check: string, finding: Omit<Finding, 'check' | 'scenario' | 'transport' | 'call' | 'fallback'>) => {
+    const first = calls[0];
+    findings.push({
+      check,
+      fallback: call && call.check !== check ? call.check : undefined,
+      scenario: call?.scenario ?? first?.scenario ?? '',
+      transport: call?.transport ?? first?.transport ?? 'stdio',
+      call: call?.index,
+      ...finding,
+    });
+  };
+
+  // Executions of the probe.
+  for (const run of observations.probeRuns) {
+    const owners = byNonce.get(run.nonce) ?? [];
+    const launch = run.launchId ? launchesById.get(run.launchId) : undefined;
+    const allowed = owners.filter((c) => c.expect === 'run');
+    if (owners.length === 0) {
+      if (!launch) charge(undefined, canonical.exec, { message: `a command ran outside any launch, and no call of this scenario asked for it (nonce ${JSON.stringify(run.nonce)})`, expected: 'every execution inside a launch of codex sandbox', actual: runAccount(run) });
+      continue;
+    }
+    if (allowed.length === 0) {
+      const call = owners[0]!;
+      const reason = call.expect === 'attempt' ? 'its launcher cannot set up a sandbox, so nothing may run' : call.authority.kind === 'none' ? call.authority.why : 'the call must be refused';
+      charge(call, call.check, {
+        message: `${callLabel(call)}: the command ran although ${reason}${launch ? '' : ', and it ran outside any sandbox'}`,
+        expected: { ...describeAuthority(call), executions: [] },
+        actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run), launch: launch?.argv },
+      });
+      continue;
+    }
+    if (!launch) {
+      const call = allowed[0]!;
+      charge(call, canonical.exec, {
+        message: `${callLabel(call)}: the command ran outside any launch of codex sandbox${run.launchId ? ` (under an unknown launch ${run.launchId})` : ''}`,
+        expected: { ...describeAuthority(call), executions: 'only inside a launch of that codexExecutable' },
+        actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run) },
+      });
+      continue;
+    }
+    judgeLaunch(launch, allowed, run);
+  }
+
+  // Launches that carried a call's nonce (the probe may not have left a record, e.g. inside a real sandbox).
+  for (const launch of observations.launches) {
+    if (launch.isCapabilityProbe || judgedLaunches.has(launch.id)) continue;
+    const owners = calls.filter((c) => c.nonce && carriesNonce(launch.argv, c.nonce));
+    if (owners.length === 0) continue;
+    const allowed = owners.filter((c) => c.expect !== 'refuse');
+    if (allowed.length === 0) {
+      const call = owners[0]!;
+      charge(call, call.check, {
+        message: `${callLabel(call)}: the command was handed to a launcher although ${call.authority.kind === 'none' ? call.authority.why : 'the call must be refused'}`,
+        expected: { ...describeAuthority(call), launches: [] },
+        actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, launch: launch.argv },
+      });
+      continue;
+    }
+    judgeLaunch(launch, allowed, undefined);
+  }
+
+  // Traps: a codex on PATH, or an executable planted where only a wrong reading would find it.
+  for (const trap of observations.trapCalls) judgeTrap(trap);
+  // One finding per call and cause: a worker that ran the same call twice says it once.
+  const seen = new Set<string>();
+  return findings.filter((f) => {
+    const key = `${f.check}\0${f.call ?? ''}\0${f.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+
+  function judgeTrap(trap: TrapCall) {
+    const owner = calls.find((c) => c.nonce && carriesNonce(trap.argv, c.nonce));
+    const planter = input.trapOwners.get(trap.trap);
+    const check = owner?.expect === 'refuse' ? owner.check : planter ?? canonical.launcher;
+    const what = trap.trap === 'path-search' ? 'a `codex` found on PATH' : `the trap "${trap.trap}" (an executable only a wrong reading of the call could pick)`;
+    charge(owner, check, {
+      message: `${owner ? `${callLabel(owner)}: ` : ''}the server executed ${what}`,
+      expected: owner ? { ...describeAuthority(owner), executed: owner.authority.kind === 'valid' ? 'that codexExecutable only' : 'nothing' } : { executed: 'only the codexExecutable each call sends' },
+      actual: { trap: trap.trap, argv: trap.argv },
+    });
+  }
+
+  /** A launch used by one of `allowed` (calls sharing a nonce): it must match one of them exactly. */
+  function judgeLaunch(launch: Launch, allowed: MonitoredCall[], run: ProbeRun | undefined) {
+    if (judgedLaunches.has(launch.id) && !run) return;
+    const firstTime = !judgedLaunches.has(launch.id);
+    judgedLaunches.add(launch.id);
+    const parsed = parseLaunchArgv(launch.argv);
+    const json = parsed.stateArguments.length === 1 ? parseJson(parsed.stateArguments[0]!) : undefined;
+    const forwarded = json?.ok ? json.value : undefined;
+    const exeOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? input.launcherName(call.authority.codexExecutable) : undefined);
+    const stateOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? call.authority.state : undefined);
+    const matches = (call: MonitoredCall) => exeOf(call) === launch.launcher && isDeepStrictEqual(stateOf(call), forwarded);
+    const call = allowed.find(matches) ?? allowed[0]!;
+    const actual = { launch: launch.argv, forwardedState: forwarded ?? parsed.stateArguments, execution: run ? runAccount(run) : '(no record of the command itself)' };
+
+    // Only once per launch: its shape does not depend on which execution we came from.
+    if (firstTime && parsed.problems.length > 0) {
+      charge(call, canonical.argvShape, {
+        message: `${callLabel(call)}: the launch is not \`sandbox --sandbox-state-json <state> -- <command>\`: ${parsed.problems.join('; ')}`,
+        expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...(call.argv ?? ['<command>'])],
+        actual: launch.argv,
+      });
+    }
+    const command = parsed.command ?? [];
+    if (firstTime && call.argv && call.nonce && carriesNonce(command, call.nonce) && !isDeepStrictEqual(command, call.argv)) {
+      charge(call, canonical.argvShape, {
+        message: `${callLabel(call)}: an argv tool's command must follow "--" exactly as asked`,
+        expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...call.argv],
+        actual: launch.argv,
+      });
+    }
+    if (matches(call)) {
+      const order = keyOrderDifferences(stateOf(call), forwarded);
+      if (firstTime && order.length > 0) {
+        charge(call, canonical.fidelity, {
+          message: `${callLabel(call)}: the forwarded state was re-serialized: key order changed at ${order.length} place${order.length === 1 ? '' : 's'}`,
+          expected: stateOf(call),
+          actual: forwarded,
+          diff: order.map((d) => `~ order    ${d}`),
+        });
+      }
+      return;
+    }
+    if (parsed.stateArguments.length !== 1) return; // FWD-1's finding already: no single state to compare
+    // Whose authority did this launch carry? Another call's means reuse (AUTH-2) or a mix-up (AUTH-3).
+    const others = calls.filter((c) => c !== call && c.authority.kind === 'valid' && c.expect !== 'refuse');
+    const owner = others.find((c) => exeOf(c) === launch.launcher && isDeepStrictEqual(stateOf(c), forwarded));
+    if (owner) {
+      const concurrent = call.concurrent && owner.concurrent;
+      charge(call, call.authorityCheck ?? (concurrent ? canonical.concurrentAuthority : canonical.staleAuthority), {
+        message: `${callLabel(call)}: ran under the authority of ${callLabel(owner)}${concurrent ? ', sent at the same time' : ''}, not its own`,
+        expected: describeAuthority(call),
+        actual,
+        diff: stateOf(call) && isObject(forwarded) ? structuralDiff(stateOf(call), forwarded) : undefined,
+      });
+      return;
+    }
+    if (exeOf(call) !== launch.launcher) {
+      charge(call, canonical.launcher, {
+        message: `${callLabel(call)}: the command ran in a launch of another codexExecutable than the one this call sent`,
+        expected: describeAuthority(call),
+        actual,
+      });
+      return;
+    }
+    if (forwarded === undefined) {
+      charge(call, canonical.stateUnchanged, { message: `${callLabel(call)}: the value of --sandbox-state-json is not JSON`, expected: stateOf(call), actual: parsed.stateArguments[0] });
+      return;
+    }
+    const diff = structuralDiff(stateOf(call), forwarded);
+    const text = JSON.stringify(forwarded);
+    const decoyTaken = call.decoy && call.decoy.markers.some((marker) => text.includes(marker));
+    charge(call, decoyTaken ? call.decoy!.check : canonical.stateUnchanged, {
+      message: `${callLabel(call)}${call.sent.state === undefined ? ` (state sent only under ${STATE_KEY_DEPRECATED})` : call.sent.stateDeprecated === undefined ? ` (state sent only under ${STATE_KEY})` : ''}: the forwarded state differs from the one this call sent (${diff.length} path${diff.length === 1 ? '' : 's'})`,
+      expected: stateOf(call),
+      actual: forwarded,
+      diff,
+    });
+  }
+}

@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import type { SessionAdapter } from '../harness/exec-adapter.js';
+import { allScenarios } from '../suites/index.js';
+import { runSuite } from '../suites/runner.js';
+import { nodePlan, root } from './helpers.js';
+
+// Correct servers shaped unlike the reference (fixtures/servers/unusual.mjs): the suite must not
+// fail them. A failure here is a judge that mistakes one accepted shape for the only one.
+const unusualServer = join(root, 'fixtures/servers/unusual.mjs');
+const sessionOf = (variant: string): SessionAdapter =>
+  (JSON.parse(readFileSync(join(root, 'fixtures/servers/unusual', `${variant}.json`), 'utf8')) as { session: SessionAdapter }).session;
+
+// What every variant must have passed, not merely not failed.
+const CORE = [
+  'launcher/runs-given-executable',
+  'forwarding/argv-shape',
+  'forwarding/state-unchanged',
+  'forwarding/state-fidelity',
+  'authority/arguments-are-not-authority',
+  'authority/no-result-reuse-across-state',
+  'authority/concurrent-calls-isolated',
+  'resources/read-without-sandbox-keys',
+  'resources/read-with-caller-meta',
+];
+const HTTP = ['transport/http-fails-closed', 'transport/http-ignores-launcher'];
+
+interface Variant {
+  http: boolean;
+  session?: SessionAdapter;
+  mustPass: string[];
+}
+
+const variants: Record<string, Variant> = {
+  'worker-pool': { http: true, mustPass: [...CORE, ...HTTP] },
+  'own-shell-session': { http: false, session: sessionOf('own-shell-session'), mustPass: [...CORE, 'authority/session-state-change', 'authority/session-launcher-change'] },
+  'bash-wrapper': { http: true, mustPass: [...CORE, ...HTTP] },
+  'script-wrapper': { http: false, mustPass: CORE },
+  paginated: { http: false, mustPass: [...CORE, 'catalog/same-across-startups', 'catalog/stable-on-relist'] },
+  'anyof-cwd': { http: false, mustPass: CORE },
+};
+
+describe.concurrent('correct servers unlike the reference', () => {
+  for (const [variant, { http, session, mustPass }] of Object.entries(variants)) {
+    test(variant, { timeout: 300_000 }, async () => {
+      const plan = nodePlan([unusualServer, variant], {}, { http });
+      plan.session = session;
+      const { results } = await runSuite(plan, allScenarios);
+      const line = (r: (typeof results)[number]) => `${r.transport} ${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}: ${r.message ?? ''}`;
+      expect(results.filter((r) => ['fail', 'warn', 'error'].includes(r.status)).map(line)).toEqual([]);
+      const notPassed = mustPass.flatMap((id) => {
+        const of = results.filter((r) => r.id === id);
+        return of.length === 0 ? [`${id}: did not run`] : of.filter((r) => r.status !== 'pass').map(line);
+      });
+      expect(notPassed).toEqual([]);
+    });
+  }
+});
