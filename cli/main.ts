@@ -60,7 +60,8 @@ async function main(argv: string[]): Promise<number> {
     .option('codex', { type: 'string', describe: 'A real Codex CLI: commands then really run in `codex sandbox` (enforcement checks)', group: 'Target:' })
     .option('session', {
       type: 'string',
-      describe: 'Session adapter JSON for the AUTH-2 session checks: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"},"sessionId":"<path>"}',
+      describe:
+        'Session adapter JSON for the AUTH-2 session checks: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"}}, optionally "sessionId":"<dotted path in the open result>" (default: structuredContent.sessionId, else the only text block of the open result)',
       group: 'Target:',
     })
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })

@@ -137,11 +137,12 @@ const argumentsScenario = singleCheckScenario(
     }
     const probe = await ctx.execProbe(ctx.codexEntries(), {
       extraArguments: smuggled,
-      decoy: { check: argumentsNotAuthority.id, markers: [JSON.stringify(permissive.sandboxCwd), '"permissionProfile":{"type":"disabled"}'] },
+      decoy: { check: argumentsNotAuthority.id, markers: [JSON.stringify(permissive.sandboxCwd)] },
     });
     const observations = await ctx.observe();
-    // Over HTTP no launcher is trusted, so the call must fail closed whatever the arguments name.
-    if (ctx.transport === 'http') return judgeFailClosed(probe, observations, ctx.control());
+    // Over HTTP no launcher is trusted: a trap that fired is this check's finding (the monitor's),
+    // anything else that ran is HTTP-1's.
+    if (ctx.transport === 'http') return (await waitForControl(ctx, 'nothing ran')) ?? pass();
     // A trap that fired is the monitor's finding, charged to this check.
     return judgeRanUnder(ctx, probe.outcome, probe.nonce, observations, ctx.state, 'with a permissive state in the arguments');
   },

@@ -51,23 +51,23 @@ export const fidelity: CheckDef = {
  */
 function judgeArgv(probe: ExecProbe, observations: Observations): Verdict {
   const launch = launchOf(observations, probe.nonce);
-  if (!launch) return couldNotRun(`no launch served the control call, so there is no argv to judge (see ${runsGivenExecutable.id})`);
+  if (!launch) return couldNotRun(`no launch served the control call, so there is no argv to judge (see ${runsGivenExecutable.id})`, runsGivenExecutable.id);
   return pass();
 }
 
 function judgeState(probe: ExecProbe, observations: Observations): Verdict {
   const launch = launchOf(observations, probe.nonce);
-  if (!launch) return couldNotRun(`no launch served the control call (see ${runsGivenExecutable.id})`);
-  if (parseLaunchArgv(launch.argv).stateArguments.length !== 1) return couldNotRun(`the launch does not carry exactly one state value (see ${argvShape.id})`);
+  if (!launch) return couldNotRun(`no launch served the control call (see ${runsGivenExecutable.id})`, runsGivenExecutable.id);
+  if (parseLaunchArgv(launch.argv).stateArguments.length !== 1) return couldNotRun(`the launch does not carry exactly one state value (see ${argvShape.id})`, argvShape.id);
   return pass();
 }
 
 function judgeFidelity(probe: ExecProbe, observations: Observations, state: unknown): Verdict {
   const launch = launchOf(observations, probe.nonce);
   const received = launch ? stateInArgv(launch.argv) : undefined;
-  if (received === undefined) return couldNotRun(`no forwarded state to judge (see ${stateUnchanged.id})`);
+  if (received === undefined) return couldNotRun(`no forwarded state to judge (see ${stateUnchanged.id})`, stateUnchanged.id);
   if (structuralDiff(state, received).length > 0) {
-    return couldNotRun(`the forwarded state differs in content (see ${stateUnchanged.id}); fidelity is judged on an equal value`);
+    return couldNotRun(`the forwarded state differs in content (see ${stateUnchanged.id}); fidelity is judged on an equal value`, stateUnchanged.id);
   }
   return pass();
 }

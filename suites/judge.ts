@@ -66,7 +66,7 @@ export const CONTROL_CHECK = 'launcher/runs-given-executable';
 /** A could-not-run verdict when the control shows the exec tool launches nothing at all; undefined when it works. */
 export async function waitForControl(ctx: { control(): Promise<ControlFacts> }, what: string): Promise<Verdict | undefined> {
   const facts = await ctx.control();
-  return facts.works ? undefined : couldNotRun(`${what}, and the exec tool does not launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`);
+  return facts.works ? undefined : couldNotRun(`${what}, and the exec tool does not launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
 }
 
 /** The parts of a launcher argv, and everything wrong with its shape (FWD-1). */
@@ -177,6 +177,14 @@ export async function judgeStateReachedLaunch(
       actual,
     });
   }
+  // One policy, not two (ALIAS-1): the command is launched once, however many keys carry the state.
+  const launched = launchesFor(observations, probe.nonce).length;
+  if (launched > 1) {
+    return fail(`${what}: the command was launched ${launched} times; the keys name one policy, so it runs once`, {
+      expected: { launches: 1 },
+      actual: { ...actual, launches: executions },
+    });
+  }
   if (executions.some((argv) => carriesState(argv, state))) return pass();
   return fail(`${what}: the launch did not carry the state that was sent (its sandboxCwd ${marker} is nowhere before "--")`, {
     expected: { stateSent: state },
@@ -217,7 +225,7 @@ export async function judgeFailClosed(probe: ExecProbe, observations: Observatio
   if (!isRefusal(probe.outcome)) return fail('nothing ran, yet the call reported success instead of an error', { expected, actual });
   const facts = await control;
   if (!facts.works) {
-    return couldNotRun(`the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`);
+    return couldNotRun(`the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
   }
   return pass();
 }

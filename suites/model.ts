@@ -30,7 +30,7 @@ export interface CheckDef {
 export type Verdict =
   | { status: 'pass'; note?: string }
   | { status: 'fail'; message: string; expected?: unknown; actual?: unknown; diff?: string[] }
-  | { status: 'skip'; reason: SkipReason; message: string }
+  | { status: 'skip'; reason: SkipReason; message: string; blockedBy?: string }
   | { status: 'error'; message: string };
 
 export interface CheckResult {
@@ -40,6 +40,8 @@ export interface CheckResult {
   title: string;
   status: Status;
   reason?: SkipReason;
+  /** For could-not-run: the check whose failure kept this one from running. */
+  blockedBy?: string;
   message?: string;
   expected?: unknown;
   actual?: unknown;
@@ -145,7 +147,7 @@ export const fail = (message: string, details: { expected?: unknown; actual?: un
   message,
   ...details,
 });
-export const couldNotRun = (message: string): Verdict => ({ status: 'skip', reason: 'could-not-run', message });
+export const couldNotRun = (message: string, blockedBy?: string): Verdict => ({ status: 'skip', reason: 'could-not-run', message, ...(blockedBy ? { blockedBy } : {}) });
 export const notApplicable = (message: string): Verdict => ({ status: 'skip', reason: 'not-applicable', message });
 
 /** A scenario that decides exactly one check: most scenarios are. */

@@ -65,6 +65,7 @@ export interface CanonicalChecks {
   fidelity: string; // FWD-3
   staleAuthority: string; // AUTH-2: an earlier call's authority used
   concurrentAuthority: string; // AUTH-3: a concurrent call's authority used
+  http: string; // HTTP-1: anything that ran for a call over HTTP
 }
 
 export interface Finding {
@@ -141,6 +142,7 @@ export function monitor(input: MonitorInput): Finding[] {
   const byNonce = new Map<string, MonitoredCall[]>();
   for (const call of calls) if (call.nonce) byNonce.set(call.nonce, [...(byNonce.get(call.nonce) ?? []), call]);
   const judgedLaunches = new Set<string>();
+  const orderJudged = new Set<string>();
   const charge = (call: MonitoredCall | undefined, check: string, finding: Omit<Finding, 'check' | 'scenario' | 'transport' | 'call' | 'fallback'>) => {
     const first = calls[0];
     findings.push({
@@ -164,8 +166,10 @@ export function monitor(input: MonitorInput): Finding[] {
     }
     if (allowed.length === 0) {
       const call = owners[0]!;
+      if (launch) judgedLaunches.add(launch.id); // one finding for the call, not another for its launch
+      const check = call.transport === 'http' ? canonical.http : call.check;
       const reason = call.expect === 'attempt' ? 'its launcher cannot set up a sandbox, so nothing may run' : call.authority.kind === 'none' ? call.authority.why : 'the call must be refused';
-      charge(call, call.check, {
+      charge(call, check, {
         message: `${callLabel(call)}: the command ran although ${reason}${launch ? '' : ', and it ran outside any sandbox'}`,
         expected: { ...describeAuthority(call), executions: [] },
         actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run), launch: launch?.argv },
@@ -192,7 +196,7 @@ export function monitor(input: MonitorInput): Finding[] {
     const allowed = owners.filter((c) => c.expect !== 'refuse');
     if (allowed.length === 0) {
       const call = owners[0]!;
-      charge(call, call.check, {
+      charge(call, call.transport === 'http' ? canonical.http : call.check, {
         message: `${callLabel(call)}: the command was handed to a launcher although ${call.authority.kind === 'none' ? call.authority.why : 'the call must be refused'}`,
         expected: { ...describeAuthority(call), launches: [] },
         actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, launch: launch.argv },
@@ -227,7 +231,8 @@ export function monitor(input: MonitorInput): Finding[] {
 
   /** A launch used by one of `allowed` (calls sharing a nonce): it must match one of them exactly. */
   function judgeLaunch(launch: Launch, allowed: MonitoredCall[], run: ProbeRun | undefined) {
-    if (judgedLaunches.has(launch.id) && !run) return;
+    // The launch's own shape is judged once; how it served each call is judged per call (the
+    // findings are deduplicated), whatever order the records come in.
     const firstTime = !judgedLaunches.has(launch.id);
     judgedLaunches.add(launch.id);
     const parsed = parseLaunchArgv(launch.argv);
@@ -248,7 +253,7 @@ export function monitor(input: MonitorInput): Finding[] {
       });
     }
     const command = parsed.command ?? [];
-    if (firstTime && call.argv && call.nonce && carriesNonce(command, call.nonce) && !isDeepStrictEqual(command, call.argv)) {
+    if (call.argv && call.nonce && carriesNonce(command, call.nonce) && !isDeepStrictEqual(command, call.argv)) {
       charge(call, canonical.argvShape, {
         message: `${callLabel(call)}: an argv tool's command must follow "--" exactly as asked`,
         expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...call.argv],
@@ -257,7 +262,8 @@ export function monitor(input: MonitorInput): Finding[] {
     }
     if (matches(call)) {
       const order = keyOrderDifferences(stateOf(call), forwarded);
-      if (firstTime && order.length > 0) {
+      if (order.length > 0 && !orderJudged.has(launch.id)) {
+        orderJudged.add(launch.id); // a property of the launch: said once, for the first call it served
         charge(call, canonical.fidelity, {
           message: `${callLabel(call)}: the forwarded state was re-serialized: key order changed at ${order.length} place${order.length === 1 ? '' : 's'}`,
           expected: stateOf(call),

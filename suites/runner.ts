@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { resolveExecAdapter, renderArguments, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
+import { adapterDescription, adapterRejection, resolveExecAdapter, renderArguments, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers, type Observations } from '../harness/observers.js';
@@ -29,6 +29,7 @@ import { argvShape, fidelity, stateUnchanged } from './forwarding.js';
 import { runsGivenExecutable } from './launcher.js';
 import { concurrentCalls, stateFollowsCall } from './authority.js';
 import { executesInsideLaunch } from './execution.js';
+import { httpFailsClosed } from './transport.js';
 
 /** Where the monitor charges findings that are not about their call's own purpose. */
 const CANONICAL: CanonicalChecks = {
@@ -39,6 +40,7 @@ const CANONICAL: CanonicalChecks = {
   fidelity: fidelity.id,
   staleAuthority: stateFollowsCall.id,
   concurrentAuthority: concurrentCalls.id,
+  http: httpFailsClosed.id,
 };
 
 /** What one scenario asked of the server, for the monitor. */
@@ -47,6 +49,7 @@ interface MonitorLog {
   trapOwners: Map<string, string>;
   observers?: ScenarioObservers;
   findings: Finding[];
+  exec?: ExecAdapter;
 }
 
 export interface RunPlan {
@@ -105,6 +108,8 @@ export interface RunReport {
   startFailure?: { message: string; stderrTail: string };
   serverInfo?: unknown;
   capabilities?: unknown;
+  /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
+  exec?: ExecAdapter;
   durationMs: number;
   /** How much was started: server starts (scenario connections and extra ones), scenarios run, and the time per phase. */
   stats?: { serverStarts: number; scenariosRun: number; timings: ScenarioTiming[] };
@@ -321,6 +326,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     } else if (scenario.isControl && job.transport === 'stdio') {
       control.publish({ works: false, detail: 'the control scenario did not run' });
     }
+    if (!report.exec && log.exec) report.exec = log.exec;
     if (connection && !report.serverInfo) {
       report.serverInfo = connection.handshake.initializeResult.serverInfo;
       report.capabilities = connection.handshake.initializeResult.capabilities;
@@ -385,6 +391,7 @@ async function runWithConnection(
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(handshake.initializeResult);
   const adapter = resolveExecAdapter(handshake.tools, plan.exec);
   const exec: ExecAdapter | undefined = 'missing' in adapter ? undefined : adapter;
+  log.exec = exec;
 
   // Checks whose needs the target cannot meet are decided here, before the scenario acts.
   const unmet = (check: CheckDef): Verdict | undefined => {
@@ -459,6 +466,15 @@ async function runWithConnection(
     return call.outcome;
   }
   const decided = await scenario.run(ctx);
+  // Our own call rejected as invalid (a schema error, an unknown tool) says nothing of the server's
+  // sandboxing: the checks it fed could not run. Only calls that should have run count: a
+  // refusal of a call without authority may well come as "invalid params".
+  const rejected = log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
+  for (const check of scenario.checks) {
+    if (rejected && exec && check.needs.includes('exec') && !verdicts.has(check.id)) {
+      verdicts.set(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)} (the suite used the ${adapterDescription(exec)}; name the tool and its arguments with --exec-tool and --exec-args, or "exec" in the config)`));
+    }
+  }
   for (const [id, verdict] of decided) if (!verdicts.has(id)) verdicts.set(id, verdict);
 }
 
@@ -494,7 +510,9 @@ function applyFindings(results: CheckResult[], findings: Finding[], strict: bool
     const lines = list.slice(0, MAX_FINDINGS_SHOWN).map((f) => `! ${f.message}`);
     if (list.length > MAX_FINDINGS_SHOWN) lines.push(`! … and ${list.length - MAX_FINDINGS_SHOWN} more`);
     if (result.status === 'fail' || result.status === 'warn') {
-      result.diff = [...(result.diff ?? []), ...lines];
+      // The scenario's own verdict already speaks for its own calls; add what happened elsewhere.
+      const elsewhere = list.filter((f) => f.scenario !== result.scenario);
+      if (elsewhere.length) result.diff = [...(result.diff ?? []), ...elsewhere.slice(0, MAX_FINDINGS_SHOWN).map((f) => `! ${f.message}`)];
       continue;
     }
     const first = list[0]!;
@@ -541,7 +559,7 @@ function toResult(
         diff: decided.diff,
       };
     case 'skip':
-      return { ...base, status: 'skip', reason: decided.reason, message: decided.message };
+      return { ...base, status: 'skip', reason: decided.reason, message: decided.message, ...(decided.blockedBy ? { blockedBy: decided.blockedBy } : {}) };
     case 'error':
       return { ...base, status: 'error', message: decided.message };
   }

@@ -1,14 +1,16 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { afterAll, describe, expect, test } from 'vitest';
 import { applyBaseline, loadBaseline, PLACEHOLDER_REASON, updatedEntries, type BaselineEntry } from '../cli/baseline.js';
 import { UsageError } from '../cli/config.js';
+import { blockedByExpectedFailure, exitCodeFor } from '../cli/exit-codes.js';
 import { allChecks } from '../suites/index.js';
 import type { CheckResult, Status } from '../suites/model.js';
-import { mutantsServer, referenceServer } from './helpers.js';
+import { mutantsServer, referenceConfig, referenceServer } from './helpers.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
+import { blockedResults } from './fixtures/synthetic-report.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'msc-baseline-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -92,6 +94,43 @@ describe('applying a baseline', () => {
   test('stale entries and entries that name no check are reported', () => {
     expect(outcome.stale).toEqual([entries[0]]);
     expect(outcome.unknown).toEqual([entries[2]]);
+  });
+});
+
+describe('grading a check that could not run because another failed', () => {
+  const exit = (results: CheckResult[]) => exitCodeFor({ results, durationMs: 0 });
+  test('blocked by an expected failure (directly or in turn): not incomplete, exit 0', () => {
+    const results = blockedResults({ baseline: true, unblocked: false });
+    expect(results[0]!.status).toBe('xfail');
+    expect(results.slice(1).map((r) => blockedByExpectedFailure(r, results))).toEqual([true, true, true]);
+    expect(exit(results)).toBe(0);
+  });
+  test('one with no blocker still makes the run incomplete: exit 3', () => {
+    const results = blockedResults({ baseline: true });
+    expect(blockedByExpectedFailure(results.at(-1)!, results)).toBe(false);
+    expect(exit(results)).toBe(3);
+  });
+  test('blocked by an unexpected failure: exit 1, the failure', () => {
+    const results = blockedResults({ unblocked: false });
+    expect(results.slice(1).some((r) => blockedByExpectedFailure(r, results))).toBe(false);
+    expect(exit(results)).toBe(1);
+  });
+  test('a blocker that is a warning, that passed, or that did not run at all excuses nothing', () => {
+    const [control, ...blocked] = blockedResults({ unblocked: false });
+    for (const status of ['warn', 'pass', 'skip'] as const) expect(exit([{ ...control!, status }, ...blocked]), status).toBe(3);
+    expect(exit(blocked)).toBe(3);
+  });
+  test('the blocker on the same transport decides; a cycle is not an excuse', () => {
+    const [control, argv] = blockedResults({ baseline: true, unblocked: false });
+    const httpArgv = { ...argv!, transport: 'http' as const };
+    const withHttpControl = [control!, { ...control!, transport: 'http' as const, status: 'warn' as const }, httpArgv];
+    expect(blockedByExpectedFailure(httpArgv, withHttpControl)).toBe(false);
+    expect(exit(withHttpControl)).toBe(3);
+    // No result of the blocker on its own transport: the other transport's decides.
+    expect(exit([control!, httpArgv])).toBe(0);
+    const a: CheckResult = { ...argv!, id: 'forwarding/argv-shape', blockedBy: 'forwarding/state-unchanged' };
+    const b: CheckResult = { ...argv!, id: 'forwarding/state-unchanged', blockedBy: 'forwarding/argv-shape' };
+    expect(exit([a, b])).toBe(3);
   });
 });
 
@@ -203,4 +242,46 @@ describe('the round trip through the CLI', () => {
     expect(run.stderr).toMatch(message);
     expect(run.stdout).toBe('');
   });
+});
+
+describe('a baseline for the control failure: the checks it blocked do not make the run incomplete', () => {
+  // The mutant refuses a call that carries both state keys, and the control call (everything Codex
+  // sends) carries both: launcher/runs-given-executable fails and most exec checks could not run,
+  // blocked by it. The session checks are left out: their could-not-run ("opening the session
+  // failed") names no blocker, so they would still make the run incomplete (exit 3).
+  const args = (...extra: string[]) => [
+    '--config', referenceConfig, '--skip', 'catalog/*', '--skip', 'authority/session-*', ...extra,
+    '--', process.execPath, mutantsServer, 'rejects-both-keys',
+  ];
+  const dir = join(scratch, 'blocked');
+  const baseline = join(dir, 'b.yml');
+  const env = () => ({ TMPDIR: mkdtempSync(join(scratch, 'tmp-')) });
+  mkdirSync(dir, { recursive: true });
+
+  test('fails (exit 1); --update-baseline writes the entry; the rerun is green (exit 0)', async () => {
+    const first = await runCli(args('--reporter', `json=${join(dir, 'first.json')}`), { env: env() });
+    expect(first.code, first.stdout).toBe(1);
+    expect(first.stdout).toMatch(/FAIL\s+launcher\/runs-given-executable/);
+    expect(first.stdout).toMatch(/SKIP\s+forwarding\/argv-shape[^\n]*\n\s+could not run \(blocked by launcher\/runs-given-executable\): /);
+    const firstDoc = JSON.parse(readFileSync(join(dir, 'first.json'), 'utf8'));
+    const blocked = firstDoc.checks.filter((c: { blockedBy?: string }) => c.blockedBy);
+    expect(blocked.length).toBeGreaterThan(10);
+    expect(blocked.every((c: { blockedByExpectedFailure: boolean }) => c.blockedByExpectedFailure === false)).toBe(true);
+
+    const write = await runCli(args('--baseline', baseline, '--update-baseline'), { env: env() });
+    expect(write.code, write.stdout).toBe(0);
+    expect(YAML.parse(readFileSync(baseline, 'utf8')).expectedFailures).toEqual([{ id: 'launcher/runs-given-executable', reason: PLACEHOLDER_REASON }]);
+
+    const tmp = env();
+    const rerun = await runCli(args('--baseline', baseline, '--reporter', `json=${join(dir, 'rerun.json')}`), { env: tmp });
+    expect(rerun.code, rerun.stdout).toBe(0);
+    expect(rerun.stdout).toMatch(/XFAIL\s+launcher\/runs-given-executable/);
+    expect(rerun.stdout).toContain('could not run (blocked by launcher/runs-given-executable, an expected failure): ');
+    expect(rerun.stdout).toContain('could not run (blocked by forwarding/state-unchanged, itself blocked by an expected failure): ');
+    expect(lastLine(rerun.stdout)).toMatch(/^\d+ passed, 0 failed, \d+ skipped, 1 expected failure$/);
+    const doc = JSON.parse(readFileSync(join(dir, 'rerun.json'), 'utf8'));
+    expect(doc.exitCode).toBe(0);
+    expect(doc.checks.filter((c: { blockedBy?: string }) => c.blockedBy).every((c: { blockedByExpectedFailure: boolean }) => c.blockedByExpectedFailure)).toBe(true);
+    expect(readdirSync(tmp.TMPDIR)).toEqual([]);
+  }, 600_000);
 });

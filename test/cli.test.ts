@@ -51,13 +51,32 @@ describe('a run', () => {
   test('--exec-tool and --exec-args drive a tool by name', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--exec-tool', 'exec', '--exec-args', '{"command":"{{argv}}"}', referenceServer]);
     expect(code).toBe(0);
+    expect(stdout.split('\n')[2]).toBe('exec tool "exec" with arguments {"command":"{{argv}}"} (given by --exec-tool)');
     expect(lastLine(stdout)).toBe('3 passed, 0 failed, 0 skipped');
+  });
+  test('the header and the JSON report say which exec tool and template the run used, and that they were detected', async () => {
+    const { code, stdout, stderr } = await cli(['--only', 'forwarding/argv-shape', '--reporter', 'json', referenceServer]);
+    expect(code).toBe(0);
+    const header = stderr.split('\n').slice(0, 3);
+    expect(header[1]).toBe('server: reference-sandbox-server 0.1.0');
+    expect(header[2]).toBe('exec tool "exec" with arguments {"command":"{{argv}}"} (detected from its input schema)');
+    expect(JSON.parse(stdout).exec).toEqual({ tool: 'exec', arguments: { command: '{{argv}}' }, source: 'detected', description: header[2] });
+  });
+  test('no exec adapter resolved: the header says so in one line; the JSON "exec" is null', async () => {
+    const { stdout, stderr } = await cli(['--only', 'forwarding/argv-shape', '--reporter', 'json', chaosServer, 'no-exec-tool']);
+    expect(stderr.split('\n').filter((l) => l.startsWith('exec tool'))).toEqual([
+      'exec tool: none resolved (no listed tool has a command, cmd or argv property, or the one --exec-tool or the config names is not usable), so the checks that need one are not applicable',
+    ]);
+    expect(JSON.parse(stdout).exec).toBeNull();
   });
   test('exec settings come from mcp-sandbox-conformance.json in the working directory', async () => {
     const dir = mkdtempSync(join(scratch, 'cfg-'));
     writeFileSync(join(dir, 'mcp-sandbox-conformance.json'), JSON.stringify({ exec: { tool: 'nope' } }));
     const { stdout } = await cli(['--only', 'forwarding/argv-shape', referenceServer], { cwd: dir });
     expect(stdout).toMatch(/not applicable: the server lists no tool named "nope"/);
+    writeFileSync(join(dir, 'mcp-sandbox-conformance.json'), JSON.stringify({ exec: { tool: 'exec', arguments: { command: '{{argv}}' } } }));
+    const configured = await cli(['--only', 'forwarding/argv-shape', referenceServer], { cwd: dir });
+    expect(configured.stdout).toContain('\nexec tool "exec" with arguments {"command":"{{argv}}"} (from the config file)\n');
   });
 });
 
@@ -146,6 +165,7 @@ describe('discoverability', () => {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toMatch(/Exit codes: 0 conformant, 1 violations, 2 usage/);
+    expect(stdout).toMatch(/"sessionId":"<dotted path in the open\s+result>" \(default:\s+structuredContent\.sessionId, else the only text block/);
   });
   test('list shows every check; explain shows one', async () => {
     const list = await cli(['list']);

@@ -23,6 +23,7 @@ interface Case {
 }
 const both = (id: string) => [id, id]; // once over stdio, once over HTTP
 
+const AFTER_SUCCESS = 'launcher/fails-closed-after-success';
 const LAUNCHER_FAIL_CLOSED = [
   'launcher/absent-fails-closed',
   'launcher/missing-file',
@@ -38,13 +39,30 @@ export const matrix: Record<string, Case> = {
   'extra-flag': { fail: ['forwarding/argv-shape'] },
   'split-state': { fail: ['forwarding/argv-shape', 'forwarding/state-unchanged'] },
   'shell-wraps-command': { fail: ['forwarding/argv-shape'] },
-  'runs-without-launcher': { http: true, fail: [...LAUNCHER_FAIL_CLOSED, 'transport/http-fails-closed'] },
-  'accepts-malformed-launcher': { fail: ['launcher/not-an-object', 'launcher/relative-path'] },
-  'runs-without-state': { fail: ['launcher/state-missing', 'launcher/state-not-object'] },
-  'rejects-both-keys': { fail: ['aliases/both-keys'] },
+  'runs-without-launcher': { http: true, fail: [...LAUNCHER_FAIL_CLOSED, AFTER_SUCCESS, 'transport/http-fails-closed'] },
+  'accepts-malformed-launcher': { fail: ['launcher/not-an-object', 'launcher/relative-path', AFTER_SUCCESS] },
+  'runs-without-state': { fail: ['launcher/state-missing', 'launcher/state-not-object', AFTER_SUCCESS] },
+  // Refusing Codex's own call (both keys) is found once, as the control's failure; the rest could not run.
+  'rejects-both-keys': { fail: ['launcher/runs-given-executable'] },
+  'runs-once-per-key': { fail: ['aliases/both-keys'], warn: ['aliases/conflict-prefers-current'] },
   'ignores-deprecated-key': { fail: ['aliases/deprecated-key-only'] },
   // Reading only the deprecated key also means preferring it when the two disagree.
   'ignores-current-key': { fail: ['aliases/current-key-only'], warn: ['aliases/conflict-prefers-current'] },
+  // Defects that show only on some calls, to some observers (found by the monitor or the sequences).
+  'first-state-per-workspace': { fail: ['authority/state-follows-call'], warn: ['authority/concurrent-same-workspace'] },
+  'state-cache-known-fields': { fail: ['authority/state-follows-call'], warn: ['authority/concurrent-same-workspace'] },
+  'first-launcher-wins': { fail: ['authority/state-follows-call'] },
+  'deprecated-only-adds-note': { fail: ['forwarding/state-unchanged'] },
+  'runs-unsandboxed-first': { fail: ['execution/inside-launch', 'launcher/broken-sandbox-not-bypassed'] },
+  'reuses-last-launcher': { fail: [AFTER_SUCCESS] },
+  'reuses-last-state': { fail: [AFTER_SUCCESS] },
+  'fails-closed-until-success': { fail: [AFTER_SUCCESS] },
+  'reruns-when-launcher-fails': { fail: ['launcher/broken-sandbox-not-bypassed'] },
+  'harmless-commands-direct': { fail: ['execution/inside-launch'] },
+  'every-third-call-direct': { fail: ['execution/inside-launch'] },
+  'relative-launcher-in-workspace': { fail: ['launcher/relative-path', AFTER_SUCCESS] },
+  'launcher-from-arguments-over-http': { http: true, fail: ['authority/arguments-are-not-authority'] },
+  'latest-state-per-workspace': { fail: [], warn: ['authority/concurrent-same-workspace'] },
   // Over both transports: each capability finding shows once for stdio and once for HTTP.
   'slow-but-in-budget': {
     mutant: 'slow-when-crowded',
@@ -69,7 +87,7 @@ export const matrix: Record<string, Case> = {
   'caches-results': { fail: ['authority/no-result-reuse-across-state'] },
   'session-ignores-state': { fail: ['authority/session-state-change'] },
   'session-ignores-launcher': { fail: ['authority/session-launcher-change'] },
-  'global-state': { fail: [], warn: ['authority/concurrent-calls-isolated'] },
+  'global-state': { fail: [], warn: ['authority/concurrent-calls-isolated', 'authority/concurrent-same-workspace'] },
   'resource-requires-sandbox-keys': { http: true, fail: [...both('resources/read-with-caller-meta'), ...both('resources/read-without-sandbox-keys')] },
   'resource-rejects-caller-meta': { http: true, fail: both('resources/read-with-caller-meta') },
   'catalog-varies': { http: true, fail: both('catalog/same-across-startups') },

@@ -1,8 +1,8 @@
 import type { Status } from '../../suites/model.js';
 import type { ReportedResult } from '../baseline.js';
 import { formatTranscript, transcriptKey } from '../transcripts.js';
-import { summaryLine, tally } from './human.js';
-import { asText, CONTRACT, hasBothTransports, STATUS_ORDER, truncate, type ReportData } from './index.js';
+import { blockedNote, summaryLine, tally } from './human.js';
+import { asText, CONTRACT, execSummary, hasBothTransports, STATUS_ORDER, truncate, type ReportData } from './index.js';
 
 /**
  * One self-contained HTML file: styles, script and data inline, and a Content-Security-Policy that
@@ -38,6 +38,7 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
   const file = data.transcriptFiles.get(key);
   const parts: string[] = [`<div class="title">${esc(result.title)}</div>`];
   if (result.baseline) parts.push(`<div class="baseline">baseline <code>${esc(result.baseline.entry.id)}</code>: ${esc(result.baseline.entry.reason)}</div>`);
+  if (result.blockedBy) parts.push(`<div class="blocked">could not run${esc(blockedNote(result, data.report.results))}</div>`);
   if (result.message) parts.push(`<div class="message">${esc(truncate(result.message, MAX_VALUE))}</div>`);
   if (result.diff?.length) {
     parts.push(`<details class="diff"><summary>diff, expected → actual (${result.diff.length} line${result.diff.length === 1 ? '' : 's'})</summary><pre>${diffHtml(result.diff)}</pre></details>`);
@@ -88,6 +89,7 @@ tr.check[data-status="error"] { background: #fbefff; }
 ${(['pass', 'fail', 'warn', 'skip', 'error', 'xfail', 'xpass'] as const).map((s) => `.s-${s} { background: var(--${s}); }`).join('\n')}
 .message { margin-top: .3rem; white-space: pre-wrap; }
 .baseline { color: var(--xfail); margin-top: .2rem; }
+.blocked { color: var(--skip); margin-top: .2rem; }
 .fix { color: #57606a; margin-top: .3rem; font-size: .9em; }
 details { margin-top: .3rem; }
 summary { cursor: pointer; color: #0969da; }
@@ -150,6 +152,7 @@ export function renderHtml(data: ReportData): string {
   if (data.baseline?.unknown.length) {
     notes.push(`<p><b>Baseline entries that name no check</b> in <code>${esc(data.baseline.file)}</code>: ${data.baseline.unknown.map((e) => `<code>${esc(e.id)}</code>`).join(', ')}</p>`);
   }
+  const exec = execSummary(report);
   const headline = `MCP sandbox conformance: ${data.exitCode === 0 ? 'conformant' : 'not conformant'}`;
   return `<!doctype html>
 <html lang="en">
@@ -164,7 +167,8 @@ export function renderHtml(data: ReportData): string {
 <header>
 <h1>${esc(headline)}</h1>
 <p class="meta">target <code>${esc(data.target.display)}</code>${info ? ` · server <code>${esc(`${String(info.name ?? '?')} ${String(info.version ?? '')}`.trim())}</code>` : ''} · ${esc(data.tool.name)} ${esc(data.tool.version)} · contract ${esc(CONTRACT.revision)} · ${esc(data.startedAt.toISOString())} · exit code ${data.exitCode}</p>
-<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
+${exec ? `<p class="meta" id="exec">${esc(exec)}</p>
+` : ''}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
 </header>
 ${notes.length ? `<section class="notes">${notes.join('')}</section>` : ''}
 <nav id="filters" aria-label="Filter by status">${filters}<button type="button" id="only-problems">problems only</button><button type="button" id="show-all">all</button><span id="shown"></span></nav>

@@ -1,6 +1,8 @@
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { RunReport } from '../../suites/runner.js';
 import type { CheckDef, CheckResult, Status } from '../../suites/model.js';
+import { blockedByExpectedFailure } from '../exit-codes.js';
+import { execSummary } from './index.js';
 
 export interface Tally {
   passed: number;
@@ -61,6 +63,17 @@ function block(label: string, value: unknown, indent: string, maxLines = 40): st
   return [`${indent}${label}`, ...shown.map((line) => `${indent}  ${line}`)];
 }
 
+/**
+ * " (blocked by <id>)" for a could-not-run that another check's failure kept from running, noting
+ * when that failure is one the baseline expects (the run is then not incomplete on its account).
+ */
+export function blockedNote(result: CheckResult, results: CheckResult[]): string {
+  if (!result.blockedBy) return '';
+  const expected = blockedByExpectedFailure(result, results);
+  const direct = results.some((r) => r.id === result.blockedBy && r.status === 'xfail');
+  return ` (blocked by ${result.blockedBy}${!expected ? '' : direct ? ', an expected failure' : ', itself blocked by an expected failure'})`;
+}
+
 export interface HumanOptions {
   color: boolean;
   target: string;
@@ -79,6 +92,8 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
   const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
   out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · fake Codex 0.171.0 · target: ${options.target}`));
   if (info) out.push(c.dim(`server: ${String(info.name ?? '?')} ${String(info.version ?? '')}`.trimEnd()));
+  const exec = execSummary(report);
+  if (exec) out.push(c.dim(exec));
   if (report.startFailure) {
     out.push('', c.red.bold(`The target failed to start: ${report.startFailure.message}`));
     if (report.startFailure.stderrTail) out.push(c.dim('last lines of its stderr:'), ...report.startFailure.stderrTail.split('\n').map((l) => c.dim(`  ${l}`)));
@@ -98,7 +113,7 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
     out.push(line);
     const indent = '       ';
     if (result.status === 'skip' || result.status === 'error') {
-      const why = result.status === 'skip' ? (result.reason === 'not-applicable' ? 'not applicable' : 'could not run') : 'error';
+      const why = result.status === 'skip' ? (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`) : 'error';
       out.push(c.dim(`${indent}${why}: ${result.message ?? ''}`));
     }
     if (result.status === 'fail' || result.status === 'warn' || result.status === 'xpass') {

@@ -1,8 +1,10 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
+import { adapterDescription, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { CheckDef, Status } from '../../suites/model.js';
 import type { RunReport } from '../../suites/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
 import { UsageError } from '../config.js';
+import { redactValue } from '../transcripts.js';
 
 /**
  * What every reporter receives, and the few helpers they share. The reporters themselves live one
@@ -107,4 +109,21 @@ export const asText = (value: unknown): string => (typeof value === 'string' ? v
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
   return `${text.slice(0, max)}\n… ${text.length - max} more characters (the JSON report has everything)`;
+}
+
+/** The exec adapter as a report shows it: its arguments template with secret-looking headers redacted. */
+export const reportedExec = (exec: ExecAdapter): ExecAdapter => ({ tool: exec.tool, arguments: redactValue(exec.arguments), source: exec.source });
+
+/** Said when the run resolved no exec adapter (the checks that need one are then not applicable). */
+export const NO_EXEC =
+  'none resolved (no listed tool has a command, cmd or argv property, or the one --exec-tool or the config names is not usable), so the checks that need one are not applicable';
+
+/**
+ * The exec line of a report header: which tool and arguments template the run used, and whether
+ * they were detected from the server's tool list or given (--exec-tool, or "exec" in the config).
+ * Undefined when the target never started (nothing was resolved either way).
+ */
+export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>): string | undefined {
+  if (report.startFailure) return undefined;
+  return report.exec ? adapterDescription(reportedExec(report.exec)) : `exec tool: ${NO_EXEC}`;
 }

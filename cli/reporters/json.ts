@@ -1,8 +1,10 @@
+import type { ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Level, SkipReason, Status } from '../../suites/model.js';
 import type { BaselineEntry } from '../baseline.js';
+import { blockedByExpectedFailure } from '../exit-codes.js';
 import { redactValue, transcriptKey } from '../transcripts.js';
 import { tally } from './human.js';
-import { areaOf, CONTRACT, type ReportData, type TargetDescription } from './index.js';
+import { areaOf, CONTRACT, execSummary, reportedExec, type ReportData, type TargetDescription } from './index.js';
 
 /**
  * The JSON report: one document per run, described by schema/report.schema.json (shipped in the
@@ -22,6 +24,10 @@ export interface CheckRecord {
   scenario: string;
   status: Status;
   skipReason?: SkipReason;
+  /** For could-not-run: the check whose failure kept this one from running. */
+  blockedBy?: string;
+  /** With blockedBy: true when that failure is one the baseline expects, so this check does not make the run incomplete. */
+  blockedByExpectedFailure?: boolean;
   message?: string;
   expected?: unknown;
   actual?: unknown;
@@ -40,6 +46,8 @@ export interface ReportDocument {
   durationMs: number;
   target: TargetDescription;
   server: { serverInfo?: unknown; capabilities?: unknown };
+  /** The exec tool and arguments template the run used, and where they came from; null when none resolved. Absent when the target never started. */
+  exec?: (ExecAdapter & { description: string }) | null;
   startFailure?: { message: string; stderrTail: string };
   failOn: 'must' | 'should';
   exitCode: number;
@@ -65,6 +73,7 @@ export function toDocument(data: ReportData): ReportDocument {
       scenario: r.scenario,
       status: r.status,
       ...(r.status === 'skip' && r.reason ? { skipReason: r.reason } : {}),
+      ...(r.blockedBy ? { blockedBy: r.blockedBy, blockedByExpectedFailure: blockedByExpectedFailure(r, report.results) } : {}),
       ...(r.message !== undefined ? { message: r.message } : {}),
       ...(r.expected !== undefined ? { expected: r.expected } : {}),
       ...(r.actual !== undefined ? { actual: r.actual } : {}),
@@ -85,7 +94,7 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(report.serverInfo !== undefined ? { serverInfo: redactValue(report.serverInfo) } : {}),
       ...(report.capabilities !== undefined ? { capabilities: redactValue(report.capabilities) } : {}),
     },
-    ...(report.startFailure ? { startFailure: report.startFailure } : {}),
+    ...(report.startFailure ? { startFailure: report.startFailure } : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
     failOn: data.failOn,
     exitCode: data.exitCode,
     summary: {

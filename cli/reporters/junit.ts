@@ -3,6 +3,7 @@ import type { Builder, TestCase } from 'junit-report-builder';
 import { transcriptKey } from '../transcripts.js';
 import { areaOf, asText, CONTRACT, hasBothTransports, truncate, type ReportData } from './index.js';
 import type { ReportedResult } from '../baseline.js';
+import { blockedNote } from './human.js';
 
 /**
  * JUnit XML, built with junit-report-builder (it escapes attributes, splits CDATA and strips the
@@ -10,7 +11,8 @@ import type { ReportedResult } from '../baseline.js';
  * area. How each status maps onto JUnit's four outcomes:
  *   fail, xpass  -> <failure> (message; diff, expected, actual and the transcript file as its text)
  *   error        -> <error>
- *   skip, xfail  -> <skipped message="..."> (an expected failure is a skip with the baseline reason)
+ *   skip, xfail  -> <skipped message="..."> (an expected failure is a skip with the baseline reason; a
+ *                   could-not-run names the check that blocked it, also as the blockedBy property)
  *   warn         -> a passing case with the finding in <system-out>: a SHOULD finding does not fail
  *                   the run unless --fail-on should, and then it is reported as fail, not warn
  */
@@ -94,6 +96,7 @@ export function renderJunit(data: ReportData): string {
       .property('level', result.level)
       .property('status', result.status)
       .property('transport', result.transport);
+    if (result.blockedBy) testCase.property('blockedBy', result.blockedBy);
     const file = data.transcriptFiles.get(transcriptKey(result));
     if (file) testCase.property('transcript', file);
     switch (result.status) {
@@ -107,7 +110,7 @@ export function renderJunit(data: ReportData): string {
         withContent(testCase, 'error', details(result, file));
         break;
       case 'skip':
-        withSkipMessage(testCase, `${result.reason ?? 'skipped'}: ${result.message ?? ''}`);
+        withSkipMessage(testCase, `${result.reason ?? 'skipped'}${blockedNote(result, report.results)}: ${result.message ?? ''}`);
         break;
       case 'xfail':
         withSkipMessage(testCase, `expected failure (baseline): ${result.baseline?.entry.reason ?? ''}`);

@@ -3,7 +3,7 @@ import type { ReportedResult } from '../baseline.js';
 import { formatEntries } from '../baseline.js';
 import { transcriptKey } from '../transcripts.js';
 import { summaryLine, tally } from './human.js';
-import { asText, displayName, hasBothTransports, isProblem, truncate, type ReportData } from './index.js';
+import { asText, displayName, hasBothTransports, isProblem, NO_EXEC, reportedExec, truncate, type ReportData } from './index.js';
 
 /**
  * Markdown for `$GITHUB_STEP_SUMMARY` (and pull-request comments): the tally, a table of every
@@ -61,6 +61,15 @@ function section(result: ReportedResult, data: ReportData, both: boolean): strin
   return lines.join('\n');
 }
 
+/** The exec adapter the run used, as one line of the header (none when the target never started). */
+function execLine(report: ReportData['report']): string | undefined {
+  if (report.startFailure) return undefined;
+  if (!report.exec) return `Exec tool: ${cell(NO_EXEC)}`;
+  const exec = reportedExec(report.exec);
+  const origin = { detected: 'detected from its input schema', flag: 'given by `--exec-tool`', config: 'from the config file' }[exec.source];
+  return `Exec tool ${code(exec.tool)} with arguments ${code(JSON.stringify(exec.arguments))} (${origin})`;
+}
+
 export function renderMarkdown(data: ReportData): string {
   const { report } = data;
   const t = tally(report.results);
@@ -75,6 +84,8 @@ export function renderMarkdown(data: ReportData): string {
       ` · ${data.tool.name} ${data.tool.version} · exit code ${data.exitCode}`,
     '',
   );
+  const exec = execLine(report);
+  if (exec) out.push(exec, '');
   if (report.startFailure) {
     out.push(`**The target failed to start:** ${cell(report.startFailure.message)}`, '');
     if (report.startFailure.stderrTail) out.push(fenced(truncate(report.startFailure.stderrTail, MAX_VALUE)), '');

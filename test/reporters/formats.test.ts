@@ -5,6 +5,7 @@ import { parse as parseJunit, type TestCase } from 'junit2json';
 import { afterAll, describe, expect, test } from 'vitest';
 import { escapeData, escapeProperty, renderGithub } from '../../cli/reporters/github.js';
 import { renderHtml } from '../../cli/reporters/html.js';
+import { renderHuman } from '../../cli/reporters/human.js';
 import { parseReporters } from '../../cli/reporters/index.js';
 import { renderJson } from '../../cli/reporters/json.js';
 import { renderJunit } from '../../cli/reporters/junit.js';
@@ -12,7 +13,8 @@ import { MARKDOWN_BUDGET, renderMarkdown } from '../../cli/reporters/markdown.js
 import { redactArgv, redactText, writeTranscripts } from '../../cli/transcripts.js';
 import { UsageError } from '../../cli/config.js';
 import { reportValidator } from '../fixtures/report-validator.js';
-import { NASTY, syntheticData, syntheticResults } from '../fixtures/synthetic-report.js';
+import { blockedData, NASTY, syntheticData, syntheticResults } from '../fixtures/synthetic-report.js';
+import { allChecks } from '../../suites/index.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'msc-reporters-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -202,5 +204,104 @@ describe('--reporter values', () => {
   ])('%j is a usage error', (values, message) => {
     expect(() => parseReporters(values)).toThrow(UsageError);
     expect(() => parseReporters(values)).toThrow(message);
+  });
+});
+
+describe('the exec adapter in every header', () => {
+  const detected = 'exec tool "exec" with arguments {"command":"{{argv}}","cwd":"{{cwd}}"} (detected from its input schema)';
+  const human = (data: ReturnType<typeof syntheticData>) => renderHuman(data.report, { color: false, target: data.target.display, version: '0.0.0-test', checks: allChecks });
+  test('human: one line under the server line, with where the adapter came from', () => {
+    const lines = human(syntheticData()).split('\n');
+    expect(lines.slice(1, 3)).toEqual(['server: synthetic 1.0.0', detected]);
+    expect(human(blockedData())).toContain('\nexec tool "run" with arguments {"cmd":"{{command}}"} (given by --exec-tool)\n');
+    const config = syntheticData();
+    config.report.exec = { tool: 'sh', arguments: { script: '{{command}}' }, source: 'config' };
+    expect(human(config)).toContain('\nexec tool "sh" with arguments {"script":"{{command}}"} (from the config file)\n');
+  });
+  test('no adapter: one line saying so; a target that never started: no exec line at all', () => {
+    const none = syntheticData();
+    delete none.report.exec;
+    const lines = human(none).split('\n').filter((l) => l.startsWith('exec tool'));
+    expect(lines).toEqual([expect.stringMatching(/^exec tool: none resolved \(.*\), so the checks that need one are not applicable$/)]);
+    const dead = syntheticData();
+    delete dead.report.exec;
+    dead.report.startFailure = { message: 'initialize failed', stderrTail: '' };
+    expect(human(dead)).not.toMatch(/^exec tool/m);
+  });
+  test('json: the "exec" field (null when none resolved, absent when the target never started), valid against the schema', () => {
+    const validate = reportValidator();
+    const doc = JSON.parse(renderJson(syntheticData()));
+    expect(doc.exec).toEqual({ tool: 'exec', arguments: { command: '{{argv}}', cwd: '{{cwd}}' }, source: 'detected', description: detected });
+    expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
+    const none = syntheticData();
+    delete none.report.exec;
+    const noneDoc = JSON.parse(renderJson(none));
+    expect(noneDoc.exec).toBeNull();
+    expect(validate(noneDoc), JSON.stringify(validate.errors)).toBe(true);
+    none.report.startFailure = { message: 'initialize failed', stderrTail: '' };
+    const deadDoc = JSON.parse(renderJson(none));
+    expect('exec' in deadDoc).toBe(false);
+    expect(validate(deadDoc), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...doc, exec: { ...doc.exec, source: 'guessed' } })).toBe(false);
+    expect(validate({ ...doc, exec: { ...doc.exec, extra: 1 } })).toBe(false);
+  });
+  test('json: a secret header in the arguments template is redacted', () => {
+    const data = syntheticData();
+    data.report.exec = { tool: 'exec', arguments: { command: '{{argv}}', headers: { Authorization: 'Bearer sk-live-9' } }, source: 'config' };
+    expect(renderJson(data)).not.toContain('sk-live-9');
+    expect(human(data)).not.toContain('sk-live-9');
+  });
+  test('markdown and html carry the same line', () => {
+    expect(renderMarkdown(syntheticData())).toContain('\nExec tool `exec` with arguments `{"command":"{{argv}}","cwd":"{{cwd}}"}` (detected from its input schema)\n');
+    expect(renderMarkdown(blockedData())).toContain('(given by `--exec-tool`)');
+    const none = syntheticData();
+    delete none.report.exec;
+    expect(renderMarkdown(none)).toMatch(/^Exec tool: none resolved /m);
+    expect(renderHtml(syntheticData())).toContain(`<p class="meta" id="exec">${detected.replace(/"/g, '&quot;')}</p>`);
+  });
+});
+
+describe('could-not-run blocked by another check', () => {
+  test('json: blockedBy, and whether the blocker is an expected failure (directly or in turn); valid against the schema', () => {
+    const validate = reportValidator();
+    const byId = (doc: { checks: { id: string }[] }, id: string) => doc.checks.find((c) => c.id === id) as Record<string, unknown>;
+    const plain = JSON.parse(renderJson(blockedData()));
+    expect(validate(plain), JSON.stringify(validate.errors)).toBe(true);
+    expect(byId(plain, 'forwarding/argv-shape')).toMatchObject({ status: 'skip', skipReason: 'could-not-run', blockedBy: 'launcher/runs-given-executable', blockedByExpectedFailure: false });
+    expect(byId(plain, 'launcher/absent-fails-closed')).not.toHaveProperty('blockedBy');
+    const baselined = JSON.parse(renderJson(blockedData({ baseline: true })));
+    expect(validate(baselined), JSON.stringify(validate.errors)).toBe(true);
+    expect(byId(baselined, 'forwarding/argv-shape')).toMatchObject({ blockedBy: 'launcher/runs-given-executable', blockedByExpectedFailure: true });
+    expect(byId(baselined, 'forwarding/state-fidelity')).toMatchObject({ blockedBy: 'forwarding/state-unchanged', blockedByExpectedFailure: true });
+    // The schema holds blockedBy to could-not-run skips, and the two fields to each other.
+    const check = byId(baselined, 'forwarding/argv-shape');
+    const withCheck = (c: unknown) => ({ ...baselined, checks: [c] });
+    expect(validate(withCheck({ ...check, status: 'pass', skipReason: undefined }))).toBe(false);
+    expect(validate(withCheck({ ...check, skipReason: 'not-applicable' }))).toBe(false);
+    expect(validate(withCheck({ ...check, blockedByExpectedFailure: undefined }))).toBe(false);
+    expect(validate(withCheck({ ...check, blockedBy: undefined }))).toBe(false);
+  });
+  test('junit: the skip message names the blocker, and a blockedBy property', async () => {
+    const doc = await parseJunit(renderJunit(blockedData({ baseline: true })));
+    const cases = (doc as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []);
+    const argv = cases.find((c) => c.name === 'argv-shape')!;
+    expect(argv.skipped![0]!.message).toBe('could-not-run (blocked by launcher/runs-given-executable, an expected failure): no launch served the control call');
+    expect(argv.properties).toContainEqual({ name: 'blockedBy', value: 'launcher/runs-given-executable' });
+    const plain = await parseJunit(renderJunit(blockedData()));
+    const plainCases = (plain as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []);
+    expect(plainCases.find((c) => c.name === 'state-fidelity')!.skipped![0]!.message).toBe('could-not-run (blocked by forwarding/state-unchanged): no forwarded state to judge');
+    expect(plainCases.find((c) => c.name === 'absent-fails-closed')!.skipped![0]!.message).toBe('could-not-run: the scenario timed out');
+  });
+  test('human: "could not run (blocked by <id>): …", saying when the blocker is an expected failure', () => {
+    const render = (data: ReturnType<typeof blockedData>) => renderHuman(data.report, { color: false, target: 't', version: 'v', checks: allChecks });
+    const plain = render(blockedData());
+    expect(plain).toContain('could not run (blocked by launcher/runs-given-executable): no launch served the control call\n');
+    expect(plain).toContain('could not run: the scenario timed out\n');
+    const baselined = render(blockedData({ baseline: true }));
+    expect(baselined).toContain('could not run (blocked by launcher/runs-given-executable, an expected failure): no launch served the control call\n');
+    expect(baselined).toContain('could not run (blocked by forwarding/state-unchanged, itself blocked by an expected failure): no forwarded state to judge\n');
+  });
+  test('html shows the blocker in the row', () => {
+    expect(renderHtml(blockedData())).toContain('<div class="blocked">could not run (blocked by launcher/runs-given-executable)</div>');
   });
 });
