@@ -156,13 +156,14 @@ export function renderHostList(): string {
   return `${renderTable(['check', 'rule', 'level', 'transports', 'scenario', 'title'], rows)}${hostChecks.length} host checks\n`;
 }
 
-/** `host --explain <id>`: the rule in our words, why, the usual host mistake, the fix. */
+/** `host --explain <id>`: the rule in our words, what the suite observes, why, the usual host mistake, the fix. */
 export function renderHostExplain(check: HostCheck): string {
   return [
     `${check.id}  (${check.rule}, ${check.level})`,
     check.title,
     '',
     `Rule: ${check.summary}`,
+    `What the suite observes: ${check.observes}`,
     `Why it matters: ${check.why}`,
     `How hosts get it wrong: ${check.typicalMistake}`,
     `How to fix it: ${check.fix}`,

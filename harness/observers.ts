@@ -149,7 +149,7 @@ export class ScenarioObservers {
     const [launcherPath, , probePath, sessionShellPath] = await Promise.all([
       install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '', CODEX_HOME: codexHome, LAUNCHER_NAME: 'a' }),
       install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
-      install(join(dir, 'probe'), 'probe.sh', { LOG_DIR: markerDir }),
+      install(join(dir, 'task'), 'probe.sh', { LOG_DIR: markerDir }),
       install(join(dir, 'session-shell'), 'session-shell.sh', {}),
     ]);
     const observers = new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '', markerDir, codexHome);

@@ -10,6 +10,7 @@ const aliasCheck = (id: string, title: string, variant: string): CheckDef => ({
   level: 'MUST',
   title,
   summary: `"${STATE_KEY}" and "${STATE_KEY_DEPRECATED}" name one policy: the server accepts either alone and both together, and launches with that state. This check sends ${variant}. Source: CONTRACT.md §2 and §3 ALIAS-1.`,
+  observes: `One call sends ${variant}; the suite takes what served it (launches carrying its nonce or running its probe, and trap invocations carrying its nonce) and requires that it was launched at most once and that what ran carried the sent state's unique sandboxCwd before "--"; nothing launched fails. Whether that state arrived intact and under the executable sent is judged on the same launch by the monitor (FWD-2, LAUNCH-1), so reading the key but mangling its value still fails the run.`,
   why: 'Codex sends both today; a later Codex may drop the deprecated copy, and older hosts may send only the deprecated one.',
   typicalMistake: 'Reading only one of the two keys.',
   fix: `Read "${STATE_KEY}" first and fall back to "${STATE_KEY_DEPRECATED}".`,
@@ -37,6 +38,8 @@ export const conflictPrefersCurrent: CheckDef = {
   level: 'SHOULD',
   title: `when the two keys disagree, uses ${STATE_KEY} (or refuses), never a merge`,
   summary: `If "${STATE_KEY}" and "${STATE_KEY_DEPRECATED}" ever carry different values, the current key wins; the two values are never merged. Refusing the call is also acceptable. Source: CONTRACT.md §3 ALIAS-2.`,
+  observes:
+    'One call whose two keys hold different states, each with its own workspace as sandboxCwd and a field the other lacks; the suite reads the argv of the launch (or trap) that carried the call\'s nonce: the deprecated value\'s sandboxCwd before "--", or its own field anywhere in the argv, fails (taken, or merged), the current value\'s sandboxCwd passes, and no launch at all is judged as a refusal. The call carries a decoy, so the monitor also charges here any launch of it whose single forwarded state contains those markers; any other difference stays FWD-2\'s.',
   why: 'The two keys are one policy; a merge can produce a policy nobody sent, and the deprecated copy may be stale.',
   typicalMistake: 'Object-spreading both values together, or reading the deprecated key first.',
   fix: `Take "${STATE_KEY}" when it is an object; only fall back to "${STATE_KEY_DEPRECATED}" when the current key is absent.`,

@@ -15,6 +15,8 @@ export const argumentsNotAuthority: CheckDef = {
   title: 'ignores a state or launcher smuggled into the tool arguments',
   summary:
     'Tool arguments come from the model. A sandbox state, a launcher or a _meta-like object inside `arguments` is never used; only the request _meta counts. Rejecting the unknown arguments is fine. Source: CONTRACT.md §3 AUTH-1.',
+  observes:
+    'One call carries the normal _meta and, in its arguments, a danger-full-access state with its own sandboxCwd and a planted trap executable, under every plausible name (codexExecutable, sandboxState, codex/sandbox-state, codex/sandbox-launcher, _meta); over stdio its launch must carry the _meta state\'s sandboxCwd, or the call be refused while the control works. The monitor charges here any invocation of the trap and any launch of the call whose forwarded state contains the smuggled sandboxCwd; over HTTP, where nothing may run, everything else that ran is HTTP-1\'s.',
   why: 'A model (or a prompt injection) could otherwise widen its own sandbox or pick the binary that runs its command.',
   typicalMistake: 'Merging arguments and _meta into one options object, or accepting a codexExecutable argument "for testing".',
   fix: 'Read codex/sandbox-state and codex/sandbox-launcher from the request _meta only.',
@@ -28,6 +30,8 @@ export const noCachedResults: CheckDef = {
   title: 'repeating a call under a different state launches again under that state',
   summary:
     'A result produced under one authority is not handed out for a call with another: the same exec call repeated with a different state must run again, under the new state (or be refused). Source: CONTRACT.md §3 AUTH-2.',
+  observes:
+    'The same exec call is sent twice with the same arguments and nonce, the second under a state with network enabled and another sandboxCwd, and the suite counts the launches that carried that nonce: a single launch while the second call reported success fails (a reused result), otherwise the last launch must carry the second state\'s sandboxCwd before "--". Both calls are registered, so a launch of either under a state or executable that neither sent is still the monitor\'s finding (FWD-2, LAUNCH-1).',
   why: 'A cache keyed on the arguments alone replays what one sandbox allowed to a caller in another.',
   typicalMistake: 'Memoizing tool results by their arguments.',
   fix: 'Do not cache exec results, or include the exact state and launcher in the cache key.',
@@ -40,6 +44,7 @@ const sessionCheck = (id: string, title: string, changed: string): CheckDef => (
   level: 'MUST',
   title,
   summary: `A long-lived subprocess belongs to the authority it was started under. This check opens a session, then sends it a command with ${changed}: the server must refuse, or run it in a fresh launch under the new authority, never in the old process. Source: CONTRACT.md §3 AUTH-2.`,
+  observes: `A session is opened through the session adapter and sent a probe command under the same authority; the launch id in that command's execution record identifies the session's launch, which must be one of the launcher sent (otherwise the check could not run). A second command is then sent with ${changed}: the check fails if its execution record carries the session's original launch id, or if the call reported success and the command never ran; both sends name this check as their authority check, so the monitor charges here any launch of theirs that carries another call's authority.`,
   why: 'The old process keeps the old sandbox; reusing it for a call with another policy runs that call under a policy Codex did not send.',
   typicalMistake: 'Looking sessions up by id only.',
   fix: 'Store the state JSON and launcher path with each session; on every call compare them and refuse (or restart) on any difference.',
@@ -60,6 +65,8 @@ export const stateFollowsCall: CheckDef = {
   title: 'on one server process, every call launches under its own state and launcher',
   summary:
     'Authority belongs to the call that sent it. On one server process the suite sends, one after another: a state, the same workspace with another policy, the same policy with only an unknown field changed, another launcher, and the first authority again. Each launch must carry exactly the state and codexExecutable of its own call. The sandbox monitor also charges to this check any launch, in any scenario, that carried an earlier call\'s authority. Source: CONTRACT.md §3 AUTH-2 and EXEC-1.',
+  observes:
+    'Five calls on one server process: the scenario state, the same workspace with network enabled, only an unknown canary field changed, a second launcher, then the first authority again; the scenario fails a call that reported success with nothing launched or executed. The monitor compares each launch\'s executable and whole forwarded state with its own call\'s, and charges here any launch, in any scenario of the run, that carries exactly the authority of another call of that scenario instead of its own (concurrent calls and sessions have checks of their own), so a cache keyed on known fields or on the workspace shows wherever it bites.',
   why: 'A server that remembers the first state of a workspace, or caches by the fields it knows, runs later commands under a policy Codex no longer sends.',
   typicalMistake: 'Caching the serialized state or the launcher path by workspace, by known fields, or "until it changes".',
   fix: 'Read and forward the state and launcher of each call, every time; if you must cache, key by the exact state JSON and launcher path.',
@@ -73,6 +80,8 @@ export const concurrentSameWorkspace: CheckDef = {
   title: 'concurrent calls that share a workspace each launch with their own state',
   summary:
     "Calls in flight at the same time, for the same workspace but with different policies, never see each other's state: each launch carries the whole state of its own call (told apart by content, not by the workspace path). Source: CONTRACT.md §3 AUTH-3.",
+  observes:
+    'Four calls sent at once share the workspace and differ only in network (restricted or enabled) and a conformanceCall field; the scenario only requires that at least one launched. The monitor matches each launch to the calls by whole-state deep equality, not by sandboxCwd, and charges here any launch of one call that carries another\'s state; any other difference is FWD-2\'s.',
   why: 'A per-workspace "current state" mixes up two turns that work in the same directory.',
   typicalMistake: 'Keeping the latest state per workspace (or per session) in a map that concurrent calls overwrite.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
@@ -85,6 +94,8 @@ export const concurrentCalls: CheckDef = {
   level: 'SHOULD',
   title: 'concurrent calls with different states each launch with their own',
   summary: 'Calls in flight at the same time never see each other\'s state: each launch carries the state of the call that asked for it. Source: CONTRACT.md §3 AUTH-3.',
+  observes:
+    'Four calls sent at once, each with a state of its own sandboxCwd, are registered as concurrent; the scenario only requires that at least one launched. The monitor charges here any launch of one of them that carries another\'s exact state and executable (any other difference is FWD-2\'s), so a mix-up cannot hide behind the scenario\'s pass.',
   why: 'Codex can run several tool calls at once; a shared "current state" lets one call run under another\'s policy.',
   typicalMistake: 'Keeping the latest state in a global or per-connection variable.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',

@@ -10,6 +10,8 @@ export const advertised: CheckDef = {
   level: 'MUST',
   title: 'opts in under capabilities.experimental with an object value',
   summary: `A server that wants the sandbox policy says so in its initialize result: "${STATE_KEY}" (or the older "${STATE_KEY_DEPRECATED}") under capabilities.experimental, with a JSON object as the value. Source: ${SOURCE}.`,
+  observes:
+    'The raw initialize result of the scenario\'s own connection (stdio, and HTTP when given), read as sent rather than through an SDK client: passes when capabilities.experimental holds codex/sandbox-state or codex/sandbox-state-meta with an object value, and names the failure when the value is not an object, the key sits at the top level of capabilities, or experimental is not an object. Every other scenario reads its own handshake too, and one that did not opt in leaves its opt-in checks could-not-run rather than passing them.',
   why: 'Codex sends no sandbox keys to a server that did not opt in, and fails the whole startup when the value is not an object; a key at the top level of capabilities is ignored.',
   typicalMistake: 'Putting the key directly under capabilities, or giving it the value true.',
   fix: `Return capabilities: { experimental: { "${STATE_KEY}": {} } } from initialize.`,
@@ -22,6 +24,8 @@ export const currentName: CheckDef = {
   level: 'SHOULD',
   title: `advertises the current name ${STATE_KEY}`,
   summary: `Advertise "${STATE_KEY}"; "${STATE_KEY_DEPRECATED}" alone still works but is the deprecated spelling. Source: ${SOURCE}.`,
+  observes:
+    'The same raw initialize result: passes only when capabilities.experimental["codex/sandbox-state"] is an object; the deprecated name alone, or no object under either name, fails.',
   why: 'The deprecated name is kept for compatibility and may go away in a later Codex.',
   typicalMistake: `Copying an old example that advertises only "${STATE_KEY_DEPRECATED}".`,
   fix: `Advertise "${STATE_KEY}" (advertising both is fine).`,

@@ -12,6 +12,8 @@ export const sameCatalog: CheckDef = {
   level: 'MUST',
   title: 'concurrent startups list the same tool catalog',
   summary: `Several startups in the same scope at once see the same tools/list: Codex may share one catalog among overlapping startups. A server whose catalog differs per connection must opt out with capabilities.experimental["${CACHE_KEY}"] = {"cacheable": false}. Source: CONTRACT.md §3 CAT-1.`,
+  observes:
+    'Besides the scenario\'s first connection, three startups (catalogStartups) are opened at once, each a fresh server process for a started target; the tools/list each got at its handshake, all pages, is compared deep-equal with the first connection\'s. Not applicable when any of these handshakes opts out of catalog caching.',
   why: 'Otherwise a Codex session can be shown tools that its own connection does not have, or miss tools it does.',
   typicalMistake: 'Putting per-process or per-connection data (a PID, a port, a session id) into tool names or schemas.',
   fix: 'Keep the catalog a function of configuration only, or opt out of catalog caching.',
@@ -24,6 +26,8 @@ export const stableRelist: CheckDef = {
   level: 'MUST',
   title: 'a second tools/list on one connection returns the same catalog (or the server said it changed)',
   summary: 'Listing tools again on the same connection gives the same catalog unless the server sent notifications/tools/list_changed in between. Source: CONTRACT.md §3 CAT-1.',
+  observes:
+    'On the first connection, tools/list is requested again, following nextCursor through every page, and compared deep-equal with the catalog from the handshake; a difference passes only when the connection\'s transcript holds a notifications/tools/list_changed from the server.',
   why: 'Codex caches the catalog; a silent change leaves it calling tools that are gone or missing new ones.',
   typicalMistake: 'Generating tool entries on every request.',
   fix: 'Build the catalog once; when it does change, send notifications/tools/list_changed.',
@@ -36,6 +40,8 @@ export const noCacheOptOut: CheckDef = {
   level: 'INFO',
   title: `does not opt out of tool catalog caching (${CACHE_KEY})`,
   summary: `Opting out of catalog caching (cacheable: false) is allowed, but Codex documents it for development and testing only. Source: CONTRACT.md §3 CAT-1.`,
+  observes:
+    'The initialize results of the first connection and of the overlapping startups: reported when any sets capabilities.experimental["codex/tool-catalog-cache"].cacheable to false.',
   why: 'A production server relying on the opt-out depends on behaviour Codex does not promise to keep.',
   typicalMistake: 'Opting out to hide a catalog that varies per connection.',
   fix: 'Make the catalog the same for every connection and drop the opt-out.',
@@ -48,6 +54,8 @@ export const startupInBudget: CheckDef = {
   level: 'MUST',
   title: 'initialize + tools/list finish within the startup timeout, also when startups overlap',
   summary: "Each startup (initialize, then tools/list) completes within Codex's startup timeout (30 s by default, startup_timeout_sec), including when several start at once. Source: CONTRACT.md §3 CAT-2.",
+  observes:
+    'Every overlapping startup (initialize, then tools/list, each under the startup timeout) must complete; one that fails or times out fails the check. The first connection\'s startup and the others\' are timed and reported.',
   why: 'Codex gives up on a server that is not ready in time, and its tools are then missing from the session.',
   typicalMistake: 'Doing slow work (downloads, indexing, locks shared between instances) before answering initialize.',
   fix: 'Answer initialize and tools/list first; do slow work lazily.',
@@ -60,6 +68,8 @@ export const startupHeadroom: CheckDef = {
   level: 'INFO',
   title: 'the slowest overlapping startup uses at most half the startup timeout',
   summary: 'A startup that takes more than half the budget here is at risk on a slower or busier machine. Source: CONTRACT.md §3 CAT-2.',
+  observes:
+    'The slowest of the measured startup times (initialize plus tools/list, the first connection\'s and the overlapping ones\') must be at most half the startup timeout; a startup that did not complete fails it too.',
   why: 'Headroom is what keeps a server inside the timeout in CI and on laptops.',
   typicalMistake: 'Measuring startup only on a fast, idle machine.',
   fix: 'Profile the startup path; load heavy modules lazily.',

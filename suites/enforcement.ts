@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderArguments } from '../harness/exec-adapter.js';
+import { renderArguments, usesShellString } from '../harness/exec-adapter.js';
 import type { RawOutcome } from '../harness/host-session.js';
 import type { EnforcementRun } from '../harness/observers.js';
 import { makeOutsideDir } from '../harness/real-codex.js';
@@ -30,6 +30,8 @@ export const writesInsideWorkspace: CheckDef = {
   title: 'in the real sandbox, the command can write inside the writable roots',
   summary:
     'Run through the server and the real codex sandbox, the command can create a file in the workspace, which the state sent makes writable (its current_working_directory entry). This is FWD-2 seen from the other side: the write grants Codex sent arrive intact, so the sandbox allows what Codex meant to allow. It is also the positive control for the escape checks: a sandbox that refuses everything would pass those trivially. Source: CONTRACT.md §3 FWD-2 and §5.',
+  observes:
+    'Through the server, the fake launcher (which records the launch) and the real codex sandbox, the enforcement probe writes a file named after its nonce in the workspace, the state\'s sandboxCwd; the suite reads that file back on the host and passes only when it holds the nonce. The call is registered with the monitor, so the same launch\'s argv, state and executable are judged for FWD-1, FWD-2 and LAUNCH-1 as well.',
   why: 'A server that narrows the policy (forwards a read-only state, drops entries, points the command at another cwd) breaks every agent task that edits files, and hides that the policy it enforces is not the one Codex chose.',
   typicalMistake: 'Forwarding a hand-built "safe" state (read-only, or without the cwd entry) instead of the one received.',
   fix: 'Forward the state from _meta exactly as received, and let codex sandbox run the command in the sandboxCwd it names.',
@@ -43,6 +45,8 @@ export const noWritesOutside: CheckDef = {
   title: 'in the real sandbox, the command cannot write outside the writable roots',
   summary:
     'Run through the server and the real codex sandbox, the command tries to create a file in a directory the suite made outside the workspace (and outside /tmp); under the state sent the write must fail (codex answers "Read-only file system"). A server that forwards a widened state, or runs the command outside codex sandbox, lets it through: FWD-2 violated in effect. Source: CONTRACT.md §3 FWD-2 (and LAUNCH-1/LAUNCH-2 for a command that never reaches the sandbox) and §5.',
+  observes:
+    'The probe tries to create a file in a directory the suite made outside the workspace and outside /tmp; the file existing on the host afterwards fails the check, otherwise the probe\'s own report (marker file or output line) must say the write was refused. The effect is what is judged, so a widened state or a run outside the sandbox shows here whatever the argv looked like.',
   why: 'This is what the sandbox exists for: a model command must not modify files Codex did not make writable.',
   typicalMistake: 'Replacing permissionProfile with {"type":"disabled"} (danger-full-access) "to avoid sandbox errors", or adding write entries.',
   fix: 'Never edit the state: forward it unchanged to codexExecutable sandbox --sandbox-state-json <state> -- <command>.',
@@ -56,6 +60,8 @@ export const noNetwork: CheckDef = {
   title: 'in the real sandbox, the command has no network when the state restricts it',
   summary:
     'The state sent has network "restricted". Run through the server and the real codex sandbox, the command tries to connect to a TCP listener the suite holds on 127.0.0.1; the connection must fail (codex denies the socket) and the listener must see nothing. A widened state that enables network, or a command run outside codex sandbox, reaches it: FWD-2 violated in effect. Source: CONTRACT.md §3 FWD-2 and §5.',
+  observes:
+    'The suite listens on a TCP port on 127.0.0.1 and the probe tries to connect to it; any connection the listener accepts, or a probe report of success, fails the check, and a report of refusal passes. Not applicable when the scenario\'s state does not restrict the network.',
   why: 'Network access lets a command exfiltrate the workspace or fetch and run code; Codex decides when it is allowed, not the server.',
   typicalMistake: 'Setting permissionProfile.network to "enabled" (or dropping the profile) so that package installs work.',
   fix: 'Forward the state unchanged; if the user wants network, that is a Codex setting that arrives in the state.',
@@ -68,6 +74,8 @@ export const exitStatus: CheckDef = {
   level: 'MUST',
   title: 'a failing command is reported as failing',
   summary: `Run through the server and the real codex sandbox, the command exits with status ${PROBE_EXIT_STATUS}; codex sandbox passes that status through, so a server that runs the command as FWD-1 prescribes sees it, and its tool result must report the failure (isError: true, or the status in the result). Source: CONTRACT.md §3 FWD-1 and §5.`,
+  observes:
+    'The probe exits with status 43 inside the real sandbox; the tool result must be a JSON-RPC error, have isError: true, or name the status 43 after exit, status or code in text other than the probe\'s own output line.',
   why: 'The model decides what to do next from the result; a failed command reported as a success leads it astray, and hides sandbox denials from it.',
   typicalMistake: 'Returning only stdout, or isError: false whenever the launcher could be started.',
   fix: 'Wait for the launcher process and report its exit status: isError: true when it is not 0, with the status in the text.',
@@ -107,7 +115,10 @@ function reportFromText(outcome: RawOutcome, nonce: string): EnforcementRun | un
 async function runProbe(ctx: ScenarioContext, nonce: string, action: string[]): Promise<EnforcementProbe> {
   if (!ctx.exec) throw new Error('enforcement probe without an exec adapter');
   const command = [await ctx.observers.enforcementProbe(), nonce, ...action];
-  const outcome = await ctx.session.callTool(ctx.exec.tool, renderArguments(ctx.exec.arguments, command), ctx.codexEntries(), ctx.options.callTimeoutMs);
+  const outcome = await ctx.callTool(ctx.exec.tool, renderArguments(ctx.exec.arguments, command), ctx.codexEntries(), {
+    nonce,
+    argv: usesShellString(ctx.exec.arguments) ? undefined : command,
+  });
   const observations = await ctx.observe();
   const report = (await ctx.observers.readEnforcement(nonce)) ?? reportFromText(outcome, nonce);
   return { nonce, command, outcome, report, launches: launchesOf(observations, nonce).map((l) => l.argv) };

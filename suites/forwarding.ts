@@ -12,6 +12,8 @@ export const argvShape: CheckDef = {
   title: 'launches `<codex> sandbox --sandbox-state-json <state> -- <command>`',
   summary:
     'The launcher is called with the subcommand sandbox, the whole state as the single value of --sandbox-state-json, then --, then exactly the command asked for. The only other flags allowed are --sandbox-state-readable-root <absolute path> (repeatable) and --sandbox-state-disable-network. Source: CONTRACT.md §3 FWD-1.',
+  observes:
+    'The exact argv the fake launcher recorded for each launch (its capability probe aside), parsed: first "sandbox", exactly one --sandbox-state-json value, then "--", with only --sandbox-state-readable-root <absolute path> and --sandbox-state-disable-network allowed besides, and for an argv tool the command after "--" equal to the argv the call asked for. The control call only has to launch for this check to run; the monitor judges every launch of every call in the run the same way and charges any misshapen one here, so a correct control call cannot cover a wrong shape in another scenario.',
   why: 'Any other shape is either rejected by the real codex sandbox or changes what runs inside it.',
   typicalMistake: 'Splitting the state across arguments, adding flags such as -C, or wrapping the command in a shell.',
   fix: "spawn(codexExecutable, ['sandbox', '--sandbox-state-json', JSON.stringify(state), '--', ...argv]) with no shell.",
@@ -25,6 +27,8 @@ export const stateUnchanged: CheckDef = {
   title: 'forwards the state unchanged, unknown fields included',
   summary:
     'The value passed to --sandbox-state-json is the state Codex sent: nothing added, dropped or renamed, and fields the server does not know (at any depth) survive. Source: CONTRACT.md §2 and §3 FWD-2.',
+  observes:
+    'The monitor parses the value of --sandbox-state-json of every launch of every call in the run and compares it, deep-equal, with the state that call sent, canaries included (unknown fields at the top level, inside permissionProfile and inside a file_system entry); a value that is not JSON, or differs at any path, is charged here whichever scenario made the call. Only a launch carrying another call\'s exact state goes to the AUTH checks instead, one of another executable to LAUNCH-1, and one that took a decoy value (the conflicting deprecated key, a state in the arguments) to the check that planted it.',
   why: 'The state is opaque and gains fields between Codex releases; a server that rebuilds it silently drops policy it does not understand.',
   typicalMistake: 'Parsing the state into a typed struct and serializing that struct.',
   fix: 'Forward the JSON value exactly as received (serialize the parsed value, never a typed copy).',
@@ -38,6 +42,8 @@ export const fidelity: CheckDef = {
   title: 'forwards the value as received: key order, non-ASCII, empty values, nulls, depth',
   summary:
     'Forward the original JSON value rather than a re-serialized typed copy, so that the order of non-index keys, non-ASCII text, empty objects and arrays, nulls and deep nesting survive. Judged on parsed JSON plus key order, never on bytes (parsers may reorder index-like keys, respell numbers and expand escapes). Source: CONTRACT.md §3 FWD-3.',
+  observes:
+    'For every launch in the run whose forwarded state is deep-equal with its call\'s, the monitor compares the order of non-index object keys at every depth with the order sent; the state carries a canary with keys out of alphabetical order, non-ASCII text, empty objects and arrays, nulls and deep nesting. Any reordering is charged here once per launch, in whatever scenario it happened; a value that lost content is FWD-2\'s finding, so this check is only about values that arrived equal.',
   why: 'A typed copy is where fields get lost or reshaped; a value that comes back in a different order is a sign the server rebuilt it.',
   typicalMistake: 'Deserializing into a struct or a sorted map and serializing that.',
   fix: 'Keep the parsed JSON value as is (or the raw text) and serialize that.',

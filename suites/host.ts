@@ -124,6 +124,8 @@ export const hostChecks: HostCheck[] = [
     title: 'both state keys, with identical values, on every call to an opted-in server',
     summary:
       'Every model-initiated tools/call to a server that opted in carries the sandbox state under codex/sandbox-state and a byte-identical copy under codex/sandbox-state-meta; any call that carries one key carries both, equal.',
+    observes:
+      'Every tools/call the recording server got in the exec and app-server runs: each model-initiated call must carry both state keys, and any call that carries either key (the direct app-server calls included) must carry both with identical JSON serializations.',
     why: 'Servers read either key (older ones only the deprecated name); two different policies under the two names would make the sandbox depend on which name a server reads.',
     typicalMistake: 'Building the deprecated copy from an older or partial state, or only sending the current key.',
     fix: 'Serialize the state once and put the same value under both keys on every call.',
@@ -168,6 +170,8 @@ export const hostChecks: HostCheck[] = [
     title: 'over stdio, every model call carries {"codexExecutable": <absolute path>}',
     summary:
       'A local stdio server that opted in gets codex/sandbox-launcher on every model-initiated call: an object whose only member is codexExecutable, an absolute path.',
+    observes:
+      'Over stdio, every model-initiated tools/call recorded (two in the exec run, one per app-server turn) must carry codex/sandbox-launcher as an object whose only key is codexExecutable, an absolute path.',
     why: 'A conforming server fails closed without a launcher; a host that does not send one makes every sandboxed tool unusable, and a malformed one is treated as absent.',
     typicalMistake: 'Sending a bare command name ("codex"), a relative path, or the launcher only on the first call.',
     fix: 'Resolve the host\'s own executable to an absolute path once, probe it, and send {"codexExecutable": path} on every call to a stdio server.',
@@ -194,6 +198,8 @@ export const hostChecks: HostCheck[] = [
     title: 'the launcher is an executable that answers the sandbox probe',
     summary:
       'Every codexExecutable the host sends exists, is an executable regular file, and `<exe> sandbox --sandbox-state-json {} --help` exits 0 (the probe Codex runs before offering its path).',
+    observes:
+      'Every distinct codexExecutable that arrived on any recorded tools/call (except the caller\'s stale one passed through on the stale-entries direct call, which host/stale-entries-replaced judges) is probed while the host\'s run is still in place: it must be an executable regular file, and `<path> sandbox --sandbox-state-json {} --help` must exit 0.',
     why: 'Servers execute exactly this path with the command to sandbox; a path that is not a working Codex sandbox either fails every call or runs something else.',
     typicalMistake: 'Sending argv[0] or a PATH lookup result, or a wrapper script that cannot run `sandbox`.',
     fix: 'Send the real path of the running Codex executable, and only after the probe succeeded; otherwise send no launcher.',
@@ -228,6 +234,8 @@ export const hostChecks: HostCheck[] = [
     title: 'over Streamable HTTP, no call carries a launcher',
     summary:
       'A server reached over Streamable HTTP never receives codex/sandbox-launcher (loopback included), not even a stale one a caller put in _meta: it shares no verified filesystem with the host.',
+    observes:
+      'Over HTTP, no tools/call the recording server got may carry codex/sandbox-launcher: the model calls of both runs and the app-server direct calls, including the one whose caller _meta held a stale launcher.',
     why: 'Anyone who can reach an HTTP endpoint could name any binary; a launcher over HTTP invites a server to execute an unverified path.',
     typicalMistake: 'Building _meta the same way for every transport, or passing a caller\'s stale launcher through.',
     fix: 'Add the launcher only for local stdio servers, and remove any launcher entry from _meta when none is available for this call.',
@@ -251,6 +259,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'a server that did not opt in gets no sandbox keys',
     summary: 'A server whose initialize result advertises neither state key under capabilities.experimental receives none of the three sandbox keys on tools/call (CONTRACT.md §2).',
+    observes:
+      'The tools/calls that reached the exec run\'s second recording server, whose initialize result advertises no sandbox capability, must carry none of codex/sandbox-state, codex/sandbox-state-meta and codex/sandbox-launcher.',
     why: 'Opting in is how a server says it understands the contract; the state and launcher are not for servers that never asked.',
     typicalMistake: 'Adding the sandbox keys to every server\'s calls.',
     fix: 'Remember each server\'s opt-in from its initialize result and add the keys only for servers that opted in.',
@@ -274,6 +284,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'tools/list and resources/read carry no sandbox keys',
     summary: 'The host adds sandbox keys only to tools/call: tools/list and resources/read never carry them (CONTRACT.md §2).',
+    observes:
+      'Every tools/list any recording server got (both servers of the exec run, the app-server run\'s) and every resources/read of the app-server run must carry none of the three sandbox keys in _meta.',
     why: 'Listing and reading run nothing; sandbox authority on them is noise at best and confuses servers that key sessions on it.',
     typicalMistake: 'A shared "add Codex metadata" step applied to every request.',
     fix: 'Add the sandbox entries where tools/call requests are built, not in a generic request hook.',
@@ -299,6 +311,8 @@ export const hostChecks: HostCheck[] = [
     title: 'two calls in a row each carry the complete, current sandbox entries',
     summary:
       'In one session, every model-initiated call carries the full sandbox entries for the policy in force (both state keys, and over stdio the launcher): the second of two calls in a row carries the same entries as the first, with the workspace as sandboxCwd and the configured (workspace-write) policy.',
+    observes:
+      'The exec run\'s first two model calls: each must carry both state keys (over stdio the launcher too) and a state whose sandboxCwd is the workspace\'s file:// URI and whose permissionProfile describes workspace-write, and the sandbox entries of the two calls must serialize identically.',
     why: 'Authority belongs to the call (AUTH-2): a server must not need to remember an earlier call\'s state, and a host that sends entries only once leaves later calls unsandboxed or failing.',
     typicalMistake: 'Sending the entries on the first call of a connection only, or caching a state built for another workspace.',
     fix: 'Build the sandbox entries for every call from the policy of the turn that makes it.',
@@ -334,6 +348,8 @@ export const hostChecks: HostCheck[] = [
     title: 'after the sandbox policy changes between turns, calls carry the new state',
     summary:
       'When a turn changes the sandbox policy (app-server turn/start with a sandboxPolicy override; four turns alternate workspace-write and read-only), each model-initiated call carries a state for the policy of its own turn, never the previous one.',
+    observes:
+      'Four app-server turns alternate the policy (configured workspace-write, then readOnly, workspaceWrite, readOnly as turn/start sandboxPolicy); the tools/call of each turn, matched by the callId its model issued, must carry a codex/sandbox-state whose permissionProfile describes that turn\'s policy. x-codex-turn-metadata.sandbox_mode is shown alongside but not judged.',
     why: 'A server enforces the state it receives: a stale workspace-write state in a read-only turn lets a command write where the user just forbade it.',
     typicalMistake: 'Computing the MCP sandbox state once per session (or caching it) instead of from the current turn\'s policy.',
     fix: 'Derive the state for each call from the turn context the call belongs to.',
@@ -366,6 +382,8 @@ export const hostChecks: HostCheck[] = [
     title: 'stale sandbox entries in caller _meta are replaced by the current ones',
     summary:
       'When caller _meta already holds sandbox entries (app-server mcpServer/tool/call with an old state, state copy and launcher), the server receives what the host would send now: the same entries as a call without them, never the stale values; over HTTP no launcher at all.',
+    observes:
+      'Two direct mcpServer/tool/call requests, one whose caller _meta holds stale values of all three sandbox keys and one without any: at the recording server no sandbox key of the first may still hold the caller\'s value, and the sandbox entries of the two must serialize identically.',
     why: 'A stale state or launcher from another turn, thread or machine would make the server enforce the wrong policy or execute an unverified binary.',
     typicalMistake: 'Merging host entries into caller _meta only when absent, or removing nothing when no launcher is available now.',
     fix: 'On every call, overwrite the state keys with the current state and set or delete the launcher entry according to what is available now.',
@@ -397,6 +415,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'unrelated _meta entries survive the replacement of sandbox entries',
     summary: 'While replacing stale sandbox entries, the host keeps the caller\'s unrelated _meta entries, with their values unchanged.',
+    observes:
+      'On the direct call whose caller _meta held stale sandbox entries, the caller\'s x-conformance-unrelated entry must reach the recording server with the same JSON value.',
     why: 'Callers put their own correlation and tracing data in _meta; dropping it along with the stale sandbox keys breaks them for no reason.',
     typicalMistake: 'Rebuilding _meta from scratch with the host\'s own entries.',
     fix: 'Edit the caller\'s _meta in place: replace or delete the sandbox keys, leave the rest.',
@@ -419,6 +439,8 @@ export const hostChecks: HostCheck[] = [
     title: 'mcpServer/tool/call forwards caller _meta verbatim',
     summary:
       'App-server mcpServer/tool/call forwards every caller _meta entry except threadId unchanged (values and key order); the host may only add its own progressToken and sandbox entries.',
+    observes:
+      'A direct mcpServer/tool/call with caller _meta holding nested values, non-ASCII text, an empty object, keys out of alphabetical order and a threadId: at the recording server every caller entry but threadId must be deep-equal and in the same key order, and the host may add only threadId, progressToken and the sandbox keys.',
     why: 'The app-server client owns its metadata; a host that rewrites it breaks the client\'s contract with the server.',
     typicalMistake: 'Re-serializing _meta through a typed struct, which drops unknown keys or reorders them.',
     fix: 'Treat caller _meta as an opaque JSON object: overwrite threadId, add host entries, copy the rest as is.',
@@ -446,6 +468,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'mcpServer/tool/call overwrites a caller threadId with the thread\'s id',
     summary: 'A threadId in caller _meta is replaced by the id of the thread the call runs in.',
+    observes:
+      'The same direct call carries threadId "caller-supplied-thread-id"; at the recording server threadId must equal the id thread/start returned.',
     why: 'threadId is host-owned routing data; a caller must not be able to attribute a call to another thread.',
     typicalMistake: 'Adding threadId only when the caller did not set one.',
     fix: 'Always set threadId from the thread the request names.',
@@ -466,6 +490,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'mcpServer/tool/call rejects non-object _meta with -32603',
     summary: 'A caller _meta that is not a JSON object (an array, a string) gets JSON-RPC error -32603 "... MCP tool request _meta must be a JSON object, got ..." and nothing reaches the server.',
+    observes:
+      'Direct calls whose _meta is an array and a string: the app-server must answer each with JSON-RPC error -32603 whose message contains "MCP tool request _meta must be a JSON object, got ", and the recording server must get no call bearing that attempt\'s marker.',
     why: 'MCP _meta is an object; forwarding anything else breaks servers, and silently dropping it hides the caller\'s bug.',
     typicalMistake: 'Coercing a non-object to {} or forwarding it as is.',
     fix: 'Validate caller _meta before calling the server and answer with the documented error.',
@@ -497,6 +523,8 @@ export const hostChecks: HostCheck[] = [
     title: 'mcpServer/resource/read rejects host-owned _meta keys with -32600',
     summary:
       'Caller _meta holding threadId, x-codex-turn-metadata or codex/connectionLease gets JSON-RPC error -32600 "reserved resource read metadata key: <key>" and the read does not reach the server. (The codex_apps-only keys need the host-owned codex_apps server and are not checked.)',
+    observes:
+      'Three mcpServer/resource/read requests, each with one reserved key (threadId, x-codex-turn-metadata, codex/connectionLease) beside an unrelated entry: each must be answered with error -32600 and exactly the message "reserved resource read metadata key: <key>", and the recording server must not get that read (matched by its URI).',
     why: 'These keys carry the host\'s routing and account authority; a caller that could set them could read as another thread or connection.',
     typicalMistake: 'Forwarding caller _meta on resource reads without the reserved-key check that tool calls have.',
     fix: 'Reject each reserved key by name before forwarding.',
@@ -527,6 +555,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'mcpServer/resource/read rejects non-object _meta with -32600',
     summary: 'A caller _meta that is an array, string, number or boolean gets -32600 "Invalid request: invalid type: <kind>, expected a map"; nothing reaches the server.',
+    observes:
+      'Reads whose _meta is [1, 2], a string, 7 and true: each must be answered with -32600 and a message starting "Invalid request: invalid type: " and ending ", expected a map", and none may reach the recording server.',
     why: 'A non-object _meta is a caller error that must surface, not be forwarded or silently dropped.',
     typicalMistake: 'Replacing an invalid _meta with {} and reading anyway.',
     fix: 'Deserialize _meta as an optional map and let the type error answer the request.',
@@ -556,6 +586,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'mcpServer/resource/read accepts null _meta',
     summary: 'A null _meta is treated as none: the read reaches the server with only the host\'s progressToken in _meta.',
+    observes:
+      'A read with _meta null must be answered with a result, reach the recording server, and arrive with no _meta entry other than progressToken.',
     why: 'null is how many clients spell "no metadata"; rejecting it breaks them, inventing entries misleads the server.',
     typicalMistake: 'Rejecting null along with the other non-object values.',
     fix: 'Accept null (and absence) as no caller metadata.',
@@ -580,6 +612,8 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'mcpServer/resource/read forwards accepted _meta verbatim, plus progressToken',
     summary: 'An accepted caller _meta reaches the server unchanged (values and key order), with the host\'s progressToken added and nothing else.',
+    observes:
+      'A read with caller _meta {"x-conformance-unrelated": …, "zeta": …} must be answered with a result and reach the recording server with those entries deep-equal and in the same order, plus a progressToken, and no other key.',
     why: 'Servers see exactly what the client sent (RES-1 on the server side relies on it); extra or missing entries change the request\'s meaning.',
     typicalMistake: 'Dropping caller _meta on reads, or adding thread or sandbox entries.',
     fix: 'Forward the caller map as is and add only progressToken.',

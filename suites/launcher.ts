@@ -10,6 +10,8 @@ export const runsGivenExecutable: CheckDef = {
   level: 'MUST',
   title: 'executes exactly the codexExecutable it was given',
   summary: `When "${LAUNCHER_KEY}" is present, the server executes its codexExecutable and nothing else: not a codex found on PATH, not one named in tool arguments. Source: CONTRACT.md §2 and §3 LAUNCH-1.`,
+  observes:
+    'The control call, made exactly as Codex makes it over stdio, must be served by a launch of the fake launcher whose path it sent (the launch its probe ran under, else the first that carried its nonce); the server\'s PATH starts with a trap codex that records any invocation. For every call of the run the monitor charges here a launch by another of the suite\'s launchers than the one that call sent, and any trap invocation that is not owed to a call that had to be refused or to the check that planted the trap.',
   why: 'Codex verified that executable; any other codex may be a different version, or something else that merely has the name.',
   typicalMistake: "spawn('codex', ...) by bare name, which searches PATH.",
   fix: 'Spawn meta["codex/sandbox-launcher"].codexExecutable by its absolute path.',
@@ -22,12 +24,14 @@ const failClosedCheck = (
   title: string,
   sends: string,
   typicalMistake: string,
+  watched = '',
 ): CheckDef => ({
   id,
   rule,
   level: 'MUST',
   title,
   summary: `${sends} The server must fail closed: answer with an error and run nothing (no PATH search, no unsandboxed fallback), unless the operator who started it opted out. Source: CONTRACT.md §3 ${rule}.`,
+  observes: `The one call must get an error response (a JSON-RPC error or isError: true), with no launch carrying its nonce, no execution record of its probe and no trap invocation${watched}; a refusal only counts when the control call shows the same tool runs commands when given everything Codex sends. The call is registered as one to refuse, so the monitor charges to this check any launch or execution tied to it that is recorded until its server is stopped.`,
   why: 'Without a verified launcher and a valid state, the only way to run the command is outside the sandbox, silently.',
   typicalMistake,
   fix: 'Validate the launcher (object, absolute path, existing executable file) and the state (object) on every call; if either is missing or invalid, return isError: true without spawning anything.',
@@ -40,6 +44,7 @@ export const absentFailsClosed = failClosedCheck(
   'fails closed when no launcher is sent',
   `The call carries both state keys but no "${LAUNCHER_KEY}".`,
   'Falling back to running the command directly, or to a codex on PATH.',
+  ' (the server\'s PATH starts with a trap codex)',
 );
 
 const relativePath = failClosedCheck(
@@ -48,6 +53,7 @@ const relativePath = failClosedCheck(
   'fails closed when codexExecutable is a relative path',
   'codexExecutable is the relative path "codex", and executables named codex wait where a resolver might look (the workspace, its bin/).',
   'Spawning a relative name, which searches PATH, or resolving it against the working directory or the sandboxCwd.',
+  ' (trap executables named codex are planted in the workspace, which is the sandboxCwd, and in its bin/, and a trap codex is first on the server\'s PATH)',
 );
 
 /** Traps where a relative "codex" could be resolved to: the workspace (sandboxCwd) and its bin/. */
@@ -63,7 +69,7 @@ interface Malformed {
 
 const malformed: Malformed[] = [
   {
-    check: failClosedCheck('launcher/not-an-object', 'LAUNCH-3', 'fails closed when the launcher is not an object', `"${LAUNCHER_KEY}" is a bare string holding a real executable path.`, 'Accepting a string as the launcher.'),
+    check: failClosedCheck('launcher/not-an-object', 'LAUNCH-3', 'fails closed when the launcher is not an object', `"${LAUNCHER_KEY}" is a bare string holding a real executable path.`, 'Accepting a string as the launcher.', ' (the string is the path of the fake launcher itself, so using it shows as a launch)'),
     entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: ctx.observers.launcherPath }),
   },
   {
@@ -74,19 +80,19 @@ const malformed: Malformed[] = [
     },
   },
   {
-    check: failClosedCheck('launcher/missing-file', 'LAUNCH-3', 'fails closed when codexExecutable does not exist', 'codexExecutable is an absolute path to no file.', 'Trying the path, failing, and then running the command some other way.'),
+    check: failClosedCheck('launcher/missing-file', 'LAUNCH-3', 'fails closed when codexExecutable does not exist', 'codexExecutable is an absolute path to no file.', 'Trying the path, failing, and then running the command some other way.', ' (a trap codex is first on the server\'s PATH)'),
     entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: ctx.observers.missingLauncherPath() } }),
   },
   {
-    check: failClosedCheck('launcher/not-executable', 'LAUNCH-3', 'fails closed when codexExecutable is not executable', 'codexExecutable is a file without the execute bit.', 'Running the file through a shell (sh <path>) when exec fails.'),
+    check: failClosedCheck('launcher/not-executable', 'LAUNCH-3', 'fails closed when codexExecutable is not executable', 'codexExecutable is a file without the execute bit.', 'Running the file through a shell (sh <path>) when exec fails.', ' (the file is itself a trap, so running it through a shell is recorded)'),
     entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.nonExecutableLauncher() } }),
   },
   {
-    check: failClosedCheck('launcher/state-missing', 'LAUNCH-3', 'fails closed when no state is sent', `A valid launcher, but neither "${STATE_KEY}" nor "${STATE_KEY_DEPRECATED}".`, 'Forwarding {} or a default state of its own.'),
+    check: failClosedCheck('launcher/state-missing', 'LAUNCH-3', 'fails closed when no state is sent', `A valid launcher, but neither "${STATE_KEY}" nor "${STATE_KEY_DEPRECATED}".`, 'Forwarding {} or a default state of its own.', ' (the launcher is the valid fake launcher, so forwarding any state of its own shows as a launch)'),
     entries: async (ctx) => ({ ...ctx.codexEntries(), state: undefined, stateDeprecated: undefined }),
   },
   {
-    check: failClosedCheck('launcher/state-not-object', 'LAUNCH-3', 'fails closed when the state is not an object', 'A valid launcher, and both state keys hold the state as a JSON string instead of an object.', 'Forwarding whatever value arrives.'),
+    check: failClosedCheck('launcher/state-not-object', 'LAUNCH-3', 'fails closed when the state is not an object', 'A valid launcher, and both state keys hold the state as a JSON string instead of an object.', 'Forwarding whatever value arrives.', ' (the launcher is the valid fake launcher, so forwarding the string shows as a launch)'),
     entries: async (ctx) => {
       const asString = JSON.stringify(ctx.state);
       return { ...ctx.codexEntries(), state: asString, stateDeprecated: asString };
@@ -108,6 +114,8 @@ export const failsClosedAfterSuccess: CheckDef = {
   title: 'still fails closed after successful calls, for every missing or malformed launcher and state',
   summary:
     'On one server process, calls with everything Codex sends alternate with calls whose launcher is absent, not an object, relative, missing or not executable, and whose state is absent or not an object. Every one of the latter must be refused with nothing run, however many calls succeeded before. Source: CONTRACT.md §3 LAUNCH-2, LAUNCH-3 and EXEC-1.',
+  observes:
+    'On one server process: a valid call, then the seven invalid variants (launcher absent, not an object, relative, missing, not executable; state absent, not an object), with a valid call after every second one and another at the end; each invalid call must get an error response, and at least one valid call must launch for the refusals to count. The invalid calls are registered as ones to refuse, so the monitor charges here any launch or execution tied to them, including one run under the launcher or state remembered from an earlier valid call.',
   why: 'A server that remembers the last good launcher or state runs a call that carried no authority under an earlier call\'s, which is the silent escape the contract exists to prevent.',
   typicalMistake: 'Keeping the last launcher (or state) in a variable and falling back to it when a call has none.',
   fix: 'Read the launcher and the state from each call\'s own _meta, and refuse the call when either is missing or invalid.',
@@ -121,6 +129,8 @@ export const brokenSandbox: CheckDef = {
   title: 'reports a launcher that cannot set up its sandbox, and never reruns the command another way',
   summary:
     'The codexExecutable exists and is executable but fails the way a broken sandbox does (a bubblewrap error on stderr, exit 1, nothing run). The call must come back as an error, and the command must never run: not directly, not later. Source: CONTRACT.md §3 LAUNCH-3 and EXEC-1.',
+  observes:
+    'One call names a launcher that records its argv and then fails like a broken bubblewrap (error on stderr, exit 1, nothing run), and a normal call follows on the same server; the first call\'s response must be an error. That call is registered as an attempt: launching the broken launcher is allowed, but the monitor charges here any execution of its command, by any route and at any time until the server stops, including a retry folded into the later call.',
   why: 'A retry without the sandbox turns every sandbox failure into an unsandboxed run.',
   typicalMistake: 'Catching the launcher\'s failure and rerunning the command directly "so the user still gets output".',
   fix: 'Return the launcher\'s failure as an error result (isError: true) and run nothing else.',

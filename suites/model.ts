@@ -20,6 +20,11 @@ export interface CheckDef {
   title: string;
   /** The rule, in our words. */
   summary: string;
+  /**
+   * What the suite observes to reach the verdict, concretely, and why a server cannot satisfy
+   * the check while breaking its rule elsewhere in the same run.
+   */
+  observes: string;
   why: string;
   typicalMistake: string;
   fix: string;

@@ -8,23 +8,30 @@ import { isObject } from '../harness/json.js';
 /** The caller `_meta` the suite reads with unless the config names one (it passes Codex's HOST-3 rule). */
 export const DEFAULT_CALLER_META = { 'x-conformance-caller': { purpose: 'RES-1', note: 'caller metadata Codex forwards verbatim' } };
 
-const resourceCheck = (id: string, title: string, what: string): CheckDef => ({
+const resourceCheck = (id: string, title: string, what: string, observes: string): CheckDef => ({
   id,
   rule: 'RES-1',
   level: 'MUST',
   title,
   summary: `resources/read must work ${what}. Codex never puts sandbox keys on resource reads; it forwards the caller's _meta (plus progressToken) as is. Source: CONTRACT.md §2, §3 RES-1 and §4 HOST-3.`,
+  observes,
   why: 'A server that expects sandbox keys everywhere, or rejects metadata it does not know, breaks resource reads from Codex.',
   typicalMistake: 'Running the same sandbox guard on every request, or validating _meta strictly.',
   fix: 'Require sandbox keys only where commands run; ignore _meta keys you do not use.',
   needs: ['resources'],
 });
 
-export const readWithoutSandboxKeys = resourceCheck('resources/read-without-sandbox-keys', 'resources/read works with no sandbox keys', 'without any sandbox keys');
+export const readWithoutSandboxKeys = resourceCheck(
+  'resources/read-without-sandbox-keys',
+  'resources/read works with no sandbox keys',
+  'without any sandbox keys',
+  'The first resource that resources/list returns with a string uri is read with no _meta at all, so no sandbox keys; the answer must be a result with a contents array. Not applicable when the server lists no resource.',
+);
 export const readWithCallerMeta = resourceCheck(
   'resources/read-with-caller-meta',
   'resources/read works with caller _meta and returns the same contents',
   'with caller _meta present, and return the same contents as without it',
+  'The same resource is read again on the same connection with caller _meta (the configured one, else an x-conformance-caller entry) plus a progressToken and no sandbox keys; the answer must be a result whose contents are deep-equal to those of the read without _meta.',
 );
 
 const contentsOf = (outcome: RawOutcome) => (outcome.kind === 'result' && isObject(outcome.result) ? outcome.result.contents : undefined);

@@ -157,7 +157,8 @@ const anythingRan = (observations: Observations) =>
 
 export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<RunReport> {
   const started = Date.now();
-  const root = mkdtempSync(join(tmpdir(), 'mcp-sandbox-conformance-'));
+  // Neutral names: a server must not be able to tell the suite's commands by their paths.
+  const root = mkdtempSync(join(tmpdir(), 'tmp-'));
   liveRunDirs.add(root);
   const runScope = new ProcessScope();
   const forgetMarker = trackRunMarker(runScope.marker);
@@ -213,7 +214,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
 
   const runOne = async (job: Job, index: number): Promise<void> => {
     const { scenario } = job;
-    const dir = join(root, `${index}-${job.transport}-${scenario.id.replace(/[^a-z0-9-]+/gi, '_')}`);
+    const dir = join(root, String(index));
     const t0 = Date.now();
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;

@@ -8,6 +8,8 @@ export const httpFailsClosed: CheckDef = {
   title: 'over HTTP, where no launcher comes, fails closed',
   summary:
     'Codex sends both state keys over Streamable HTTP but never a launcher: the endpoint shares no filesystem with the host. With no launcher the server must answer with an error and run nothing (no PATH search, no unsandboxed run), unless its operator opted out. Source: CONTRACT.md §2 and §3 HTTP-1.',
+  observes:
+    'Over HTTP, one call with both state keys and no launcher (what Codex sends there) must get an error response, with no launch carrying its nonce, no execution record of its probe and no trap invocation, and the stdio control must show the tool runs commands otherwise. Since no call over HTTP carries usable authority, the monitor charges here every launch and execution tied to any call made over HTTP in the run (AUTH-1\'s included); trap invocations go to the call\'s own check.',
   why: 'An HTTP server that runs commands anyway runs every model command outside the sandbox.',
   typicalMistake: 'Treating a missing launcher over HTTP as "no sandbox needed" and running the command directly.',
   fix: 'Apply the same launcher validation over HTTP as over stdio; with no launcher, refuse.',
@@ -21,6 +23,8 @@ export const httpIgnoresLauncher: CheckDef = {
   title: 'over HTTP, never executes a launcher path sent in _meta',
   summary:
     'A codex/sandbox-launcher that arrives over HTTP cannot have been verified on the server host, and anyone who reaches the endpoint could name any binary: the server does not execute it. Source: CONTRACT.md §3 HTTP-2.',
+  observes:
+    'Over HTTP, one call carries a codex/sandbox-launcher naming a planted trap executable; the check fails if that trap records any invocation, and passes otherwise only when the stdio control shows the tool runs commands. Whether the command then ran some other way is charged to HTTP-1, so executing the named path is seen here whatever else the server does.',
   why: 'Real Codex never sends a launcher over HTTP, so one that arrives was put there by someone else.',
   typicalMistake: 'Using the same "launcher present, so run it" code path for both transports.',
   fix: 'Ignore codex/sandbox-launcher on HTTP requests (and then fail closed as HTTP-1 requires).',

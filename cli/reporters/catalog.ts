@@ -22,13 +22,14 @@ export function renderTable(header: string[], rows: string[][]): string {
   return `${[header, ...rows].map(line).join('\n')}\n`;
 }
 
-/** `explain <id>`: the rule in our words, why, the usual mistake, the fix. */
+/** `explain <id>`: the rule in our words, what the suite observes, why, the usual mistake, the fix. */
 export function renderExplain(check: CheckDef): string {
   return [
     `${check.id}  (${check.rule}, ${check.level})`,
     check.title,
     '',
     `Rule: ${check.summary}`,
+    `What the suite observes: ${check.observes}`,
     `Why it matters: ${check.why}`,
     `How servers get it wrong: ${check.typicalMistake}`,
     `How to fix it: ${check.fix}`,
