@@ -233,7 +233,10 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
   return singleCheckScenario(check, async (ctx) => {
     const adapter = ctx.sessionAdapter!;
     const opened = await ctx.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), { check: check.id });
-    if (opened.kind !== 'result' || isRefusal(opened)) return couldNotRun(`opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`);
+    if (opened.kind !== 'result' || isRefusal(opened)) {
+      const what = `opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`;
+      return (await waitForControl(ctx, what)) ?? couldNotRun(what);
+    }
     const id = readSessionId(opened.result, adapter.sessionId);
     if (id === undefined) {
       return couldNotRun(`no session id ${adapter.sessionId ? `at "${adapter.sessionId}"` : 'in structuredContent.sessionId or a single text block'} of the open result: ${JSON.stringify(opened.result).slice(0, 300)}`);

@@ -247,10 +247,9 @@ describe('the round trip through the CLI', () => {
 describe('a baseline for the control failure: the checks it blocked do not make the run incomplete', () => {
   // The mutant refuses a call that carries both state keys, and the control call (everything Codex
   // sends) carries both: launcher/runs-given-executable fails and most exec checks could not run,
-  // blocked by it. The session checks are left out: their could-not-run ("opening the session
-  // failed") names no blocker, so they would still make the run incomplete (exit 3).
+  // blocked by it (the session checks too: opening the session is refused for the same reason).
   const args = (...extra: string[]) => [
-    '--config', referenceConfig, '--skip', 'catalog/*', '--skip', 'authority/session-*', ...extra,
+    '--config', referenceConfig, '--skip', 'catalog/*', ...extra,
     '--', process.execPath, mutantsServer, 'rejects-both-keys',
   ];
   const dir = join(scratch, 'blocked');
