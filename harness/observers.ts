@@ -167,13 +167,6 @@ export class ScenarioObservers {
     return install(join(dir, where.file ?? 'codex'), 'trap.sh', { LOG_DIR: this.logDir, TRAP_NAME: name });
   }
 
-  /** A file that looks like a launcher but has no execute bit; running it anyway trips a trap. */
-  async nonExecutableLauncher(): Promise<string> {
-    const path = await this.trap('not-executable');
-    await chmod(path, 0o644);
-    return path;
-  }
-
   /** Another workspace directory, so that a state can be told apart by its sandboxCwd alone. */
   async workspaceVariant(name: string): Promise<string> {
     const dir = join(this.dir, `work space ${name}`);

@@ -208,7 +208,8 @@ export function controlFacts(probe: ExecProbe, observations: Observations): Cont
 export async function judgeFailClosed(probe: ExecProbe, observations: Observations, control: Promise<ControlFacts>): Promise<Verdict> {
   const launches = launchesOf(observations, probe.nonce);
   const ran = probeRan(observations, probe.nonce);
-  const traps = observations.trapCalls.filter((t) => carriesNonce(t.argv, probe.nonce) || t.trap !== 'path-search');
+  // Traps that fired for this call; one that carried no command is the monitor's (charged to its planter).
+  const traps = observations.trapCalls.filter((t) => carriesNonce(t.argv, probe.nonce));
   const expected = { response: 'an error (JSON-RPC error or isError: true)', launches: [], probeRan: false, trapsFired: [] };
   const actual = {
     ...(summarizeOutcome(probe.outcome) as object),

@@ -2,7 +2,7 @@ import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } fr
 import { join } from 'node:path';
 import { isRefusal } from '../harness/host-session.js';
 import { judgeFailClosed, launchesOf, launchOf, summarizeOutcome, waitForControl } from './judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type Scenario, type ScenarioContext } from './model.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 
 export const runsGivenExecutable: CheckDef = {
   id: 'launcher/runs-given-executable',
@@ -59,7 +59,7 @@ const relativePath = failClosedCheck(
 /** Traps where a relative "codex" could be resolved to: the workspace (sandboxCwd) and its bin/. */
 async function plantRelativeTraps(ctx: ScenarioContext): Promise<void> {
   const ws = ctx.observers.workspaceDir;
-  await Promise.all([ctx.plantTrap('relative-launcher', { dir: ws }), ctx.plantTrap('relative-launcher', { dir: join(ws, 'bin') })]);
+  await Promise.all([ctx.plantTrap('relative-launcher', { dir: ws }, relativePath.id), ctx.plantTrap('relative-launcher', { dir: join(ws, 'bin') }, relativePath.id)]);
 }
 
 interface Malformed {
@@ -85,7 +85,7 @@ const malformed: Malformed[] = [
   },
   {
     check: failClosedCheck('launcher/not-executable', 'LAUNCH-3', 'fails closed when codexExecutable is not executable', 'codexExecutable is a file without the execute bit.', 'Running the file through a shell (sh <path>) when exec fails.', ' (the file is itself a trap, so running it through a shell is recorded)'),
-    entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.nonExecutableLauncher() } }),
+    entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.plantTrap('not-executable', { executable: false }, 'launcher/not-executable') } }),
   },
   {
     check: failClosedCheck('launcher/state-missing', 'LAUNCH-3', 'fails closed when no state is sent', `A valid launcher, but neither "${STATE_KEY}" nor "${STATE_KEY_DEPRECATED}".`, 'Forwarding {} or a default state of its own.', ' (the launcher is the valid fake launcher, so forwarding any state of its own shows as a launch)'),
@@ -100,12 +100,27 @@ const malformed: Malformed[] = [
   },
 ];
 
-function failClosedScenario(check: CheckDef, entries: (ctx: ScenarioContext) => Promise<SandboxEntries>): Scenario {
-  return singleCheckScenario(check, async (ctx) => {
-    const probe = await ctx.execProbe(await entries(ctx));
-    return judgeFailClosed(probe, await ctx.observe(), ctx.control());
-  });
-}
+/**
+ * One fresh server is sent every missing or malformed authority in turn, before any valid call:
+ * each call decides its own check, and whatever it caused is charged to that check by the monitor.
+ * (The same variants between successful calls are fails-closed-after-success's.)
+ */
+const failClosedScenario: Scenario = {
+  id: 'launcher/fails-closed',
+  title: 'a fresh server is sent each missing or malformed launcher and state in turn',
+  checks: [absentFailsClosed, ...malformed.map((m) => m.check)],
+  needs: ['exec', 'opt-in'],
+  transports: ['stdio'],
+  run: async (ctx) => {
+    const variants = [{ check: absentFailsClosed, entries: async (c: ScenarioContext) => ({ ...c.codexEntries(), launcher: undefined }) }, ...malformed];
+    const probes: [CheckDef, ExecProbe][] = [];
+    for (const variant of variants) probes.push([variant.check, await ctx.execProbe(await variant.entries(ctx), { check: variant.check.id })]);
+    const observations = await ctx.observe();
+    const verdicts = new Map<string, Verdict>();
+    for (const [check, probe] of probes) verdicts.set(check.id, await judgeFailClosed(probe, observations, ctx.control()));
+    return verdicts;
+  },
+};
 
 export const failsClosedAfterSuccess: CheckDef = {
   id: 'launcher/fails-closed-after-success',
@@ -185,8 +200,7 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
 const launcherAbsent = { label: absentFailsClosed.id };
 
 export const launcherScenarios: Scenario[] = [
-  failClosedScenario(absentFailsClosed, async (ctx) => ({ ...ctx.codexEntries(), launcher: undefined })),
-  ...malformed.map((m) => failClosedScenario(m.check, m.entries)),
+  failClosedScenario,
   afterSuccessScenario,
   brokenSandboxScenario,
 ];

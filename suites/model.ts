@@ -98,8 +98,11 @@ export interface ScenarioContext {
   execProbe(sandbox: SandboxEntries, options?: ProbeOptions): Promise<ExecProbe>;
   /** Any other tools/call (a session's), registered with the monitor like execProbe's. */
   callTool(tool: string, args: unknown, sandbox: SandboxEntries, options?: CallOptions): Promise<RawOutcome>;
-  /** Plants a trap (see ScenarioObservers.trap) whose firing is charged to this scenario's check. */
-  plantTrap(name: string, where?: { dir?: string; file?: string }): Promise<string>;
+  /**
+   * Plants a trap (see ScenarioObservers.trap; `executable: false` leaves off the execute bit)
+   * whose firing is charged to `check` (default: this scenario's first check).
+   */
+  plantTrap(name: string, where?: { dir?: string; file?: string; executable?: boolean }, check?: string): Promise<string>;
   /** Caller `_meta` for resource reads (already accepted by Codex's HOST-3 rule), if configured. */
   readonly resourceReadMeta?: Record<string, unknown>;
   /** The operator's session adapter (checks needing 'session' are skipped without one). */

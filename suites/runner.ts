@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
@@ -430,9 +431,11 @@ async function runWithConnection(
     resourceReadMeta: plan.resourceReadMeta,
     openConnection,
     callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
-    plantTrap: async (name, where) => {
-      log.trapOwners.set(name, scenario.checks[0]!.id);
-      return observers.trap(name, where);
+    plantTrap: async (name, where = {}, check = scenario.checks[0]!.id) => {
+      log.trapOwners.set(name, check);
+      const path = await observers.trap(name, where);
+      if (where.executable === false) await chmod(path, 0o644);
+      return path;
     },
     execProbe: async (sandbox, options = {}) => {
       if (!exec) throw new Error('execProbe called without an exec adapter');
@@ -507,7 +510,9 @@ function applyFindings(results: CheckResult[], findings: Finding[], strict: bool
     if (target) charged.set(target, [...(charged.get(target) ?? []), finding]);
   }
   for (const [result, unsorted] of charged) {
-    const list = [...unsorted].sort((a, b) => a.scenario.localeCompare(b.scenario) || (a.call ?? 0) - (b.call ?? 0));
+    // The check's own scenario first, then the others, each in call order.
+    const rank = (f: Finding) => (f.scenario === result.scenario ? '' : f.scenario);
+    const list = [...unsorted].sort((a, b) => rank(a).localeCompare(rank(b)) || (a.call ?? 0) - (b.call ?? 0));
     const lines = list.slice(0, MAX_FINDINGS_SHOWN).map((f) => `! ${f.message}`);
     if (list.length > MAX_FINDINGS_SHOWN) lines.push(`! … and ${list.length - MAX_FINDINGS_SHOWN} more`);
     if (result.status === 'fail' || result.status === 'warn') {

@@ -237,11 +237,11 @@ describe('a target that starts and then misbehaves: exec checks error or could n
 
   test('never answers a call: the scenario timeout ends each scenario, its checks are errors', async () => {
     const SCENARIO_S = 3;
-    const run = await cli(['--scenario-timeout', String(SCENARIO_S), '--call-timeout', '60', '--jobs', '8', '--only', 'launcher/*', chaosServer, 'hangs-on-call']);
+    const run = await cli(['--scenario-timeout', String(SCENARIO_S), '--call-timeout', '60', '--jobs', '16', '--only', 'launcher/*', chaosServer, 'hangs-on-call']);
     expect(run.code).toBe(3);
     const checks = expectNothingPassed(run);
     for (const check of checks) expect(check.message).toBe(`the scenario did not finish within the scenario timeout (${SCENARIO_S} s, --scenario-timeout)`);
-    // One wave (8 jobs for 8 scenarios), each cut at 3 s, plus the 1 s kill grace at most.
+    // One wave (a job for each of the launcher scenarios), each cut at 3 s, plus the 1 s kill grace at most.
     expect(run.report!.durationMs).toBeLessThan(SCENARIO_S * 1000 + 3000);
     expectNoSurvivors(run);
   });
@@ -284,13 +284,14 @@ describe('a 50 MB result: memory stays bounded', () => {
 
   test('under the cap: accepted and judged on what happened (nothing ran, so nothing passes)', async () => {
     const run = await cli([...ONLY, chaosServer, 'huge-result']);
-    // The server claims success and runs nothing: the forwarding checks could not run, and
-    // aliases/both-keys fails for what it is (a success with no launch), not for the size.
+    // The server claims success and runs nothing: that is the control's failure (LAUNCH-1), found
+    // for what it is (a success with no launch), not for the size; what it blocks could not run.
     expect(run.code).toBe(1);
     const checks = run.report!.checks;
     expect(checks.filter((c) => c.status === 'pass')).toEqual([]);
+    expect(checks.find((c) => c.id === 'launcher/runs-given-executable')!.message).toMatch(/never ran the command through the codex\/sandbox-launcher codexExecutable/);
     expect(checks.filter((c) => c.id.startsWith('forwarding/')).map((c) => c.skipReason)).toEqual(['could-not-run', 'could-not-run', 'could-not-run']);
-    expect(checks.find((c) => c.id === 'aliases/both-keys')!.message).toMatch(/never handed the command to a codex sandbox launcher/);
+    expect(checks.find((c) => c.id === 'aliases/both-keys')).toMatchObject({ skipReason: 'could-not-run', blockedBy: 'launcher/runs-given-executable' });
     // The 50 MB text is not copied into the report.
     expect(run.stdout.length).toBeLessThan(100_000);
     expect(run.peakRssMb).toBeLessThan(450);

@@ -110,11 +110,15 @@ export function mutantCases(part: 0 | 1): void {
     Object.entries(matrix).forEach(([mutant, expected], index) => {
       if (index % 2 !== part) return;
       test(mutant, async () => {
-        // The catalog scenario starts four servers at once; it runs for the catalog mutants (and
-        // the reference), where a defect can show, and is left out of the others to keep this fast.
+        // The catalog scenario starts four servers at once and the resource scenario reads no
+        // command: they run for the mutants whose defect can show there (and for the reference),
+        // and are left out of the others to keep this fast.
         const catalog = mutant.includes('catalog') || mutant.includes('slow') || mutant.includes('crowded');
+        const resources = mutant.includes('resource') || mutant.includes('capability');
         const only = expected.only;
-        const select = only ? (id: string) => id.startsWith(only) : catalog ? undefined : (id: string) => !id.startsWith('catalog/');
+        const select = only
+          ? (id: string) => id.startsWith(only)
+          : (id: string) => (catalog || !id.startsWith('catalog/')) && (resources || !id.startsWith('resources/'));
         const report = await runAgainst([mutantsServer, expected.mutant ?? mutant], expected.options, { http: expected.http ?? false, select, ...expected.variant });
         expect(idsWith(report.results, 'fail')).toEqual([...expected.fail].sort());
         expect(idsWith(report.results, 'warn')).toEqual([...(expected.warn ?? [])].sort());
