@@ -230,7 +230,7 @@ async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500):
 
 /** Opens a session under the current authority and sends it commands; see the AUTH-2 session checks. */
 function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
-  return singleCheckScenario(check, async (ctx) => {
+  const scenario = singleCheckScenario(check, async (ctx) => {
     const adapter = ctx.sessionAdapter!;
     const opened = await ctx.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), { check: check.id });
     if (opened.kind !== 'result' || isRefusal(opened)) {
@@ -259,7 +259,10 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
     const changedState = await variantState(ctx, 'changed authority', { permissionProfile: { type: 'disabled' } });
     const entries = changeLauncher ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } } : ctx.codexEntries(changedState);
     const changed = await send(entries);
-    observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 300 : 1500);
+    // A server that says no and sends the command to the old session anyway is caught too: the
+    // servers stay up a moment after the scenario, and the monitor charges a late run to this check.
+    if (isRefusal(changed.outcome)) ctx.lingerAfter(300);
+    observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 0 : 1500);
     const runs = probeRunsOf(observations, changed.nonce);
     if (runs.some((run) => run.launchId === sessionLaunch.id)) {
       return fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
@@ -274,6 +277,7 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
     // Where it ran instead (outside a launch, under another launcher or state) is the monitor's finding.
     return pass(`the session restarted under the new ${changeLauncher ? 'launcher' : 'state'}`);
   });
+  return { ...scenario, long: true };
 }
 
 export const authorityScenarios: Scenario[] = [

@@ -101,6 +101,7 @@ export const catalogScenario: Scenario = {
   checks: [sameCatalog, stableRelist, noCacheOptOut, startupInBudget, startupHeadroom],
   needs: [],
   transports: ['stdio', 'http'],
+  long: true,
   run: async (ctx) => {
     const budget = ctx.options.startupTimeoutMs;
     const verdicts = new Map<string, Verdict>();

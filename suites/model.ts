@@ -99,6 +99,11 @@ export interface ScenarioContext {
   /** Any other tools/call (a session's), registered with the monitor like execProbe's. */
   callTool(tool: string, args: unknown, sandbox: SandboxEntries, options?: CallOptions): Promise<RawOutcome>;
   /**
+   * Keeps this scenario's servers up for `ms` after it ends, in the background, so that the
+   * monitor also sees a command that runs late (the worker is free meanwhile).
+   */
+  lingerAfter(ms: number): void;
+  /**
    * Plants a trap (see ScenarioObservers.trap; `executable: false` leaves off the execute bit)
    * whose firing is charged to `check` (default: this scenario's first check).
    */
@@ -146,6 +151,8 @@ export interface Scenario {
   transports: Transport[];
   /** The scenario whose exec call is the positive control for the others. */
   isControl?: boolean;
+  /** Takes several times a plain scenario (extra servers, waits): started early so it is not the run's tail. */
+  long?: boolean;
   run(ctx: ScenarioContext): Promise<Map<string, Verdict>>;
 }
 

@@ -51,6 +51,7 @@ interface MonitorLog {
   observers?: ScenarioObservers;
   findings: Finding[];
   exec?: ExecAdapter;
+  lingerMs: number;
 }
 
 export interface RunPlan {
@@ -201,7 +202,9 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   if (!queue.some((j) => j.scenario === controlScenario && j.transport === 'stdio')) {
     control.publish({ works: false, detail: 'the control scenario did not run (no selected check runs a command over stdio)' });
   }
-  queue.sort((a, b) => Number(Boolean(b.scenario.isControl)) - Number(Boolean(a.scenario.isControl)));
+  // The control first; then the long scenarios, so that none of them is left for the end alone.
+  const rank = (job: Job) => (job.scenario.isControl ? 0 : job.scenario.long ? 1 : 2);
+  queue.sort((a, b) => rank(a) - rank(b));
   const resultsByJob = new Map<Job, CheckResult[]>();
   const logsByJob = new Map<Job, MonitorLog>();
 
@@ -220,7 +223,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;
     const extraConnections: Connection[] = [];
-    const log: MonitorLog = { calls: [], trapOwners: new Map(), findings: [] };
+    const log: MonitorLog = { calls: [], trapOwners: new Map(), findings: [], lingerMs: 0 };
     logsByJob.set(job, log);
     for (const check of scenario.checks) {
       const verdict = job.runs ? staticUnmet(check, plan) : notApplicable(job.transport === 'http' ? HTTP_HINT : 'needs a stdio target');
@@ -274,10 +277,15 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
           }
         } finally {
           // The verdicts are in: the servers stop in the background while the worker moves on.
-          const closeStarted = Date.now();
           const all = [connection, ...extraConnections];
+          let closeStarted = Date.now();
           closing.push(
-            Promise.allSettled(all.map((c) => c?.close())).then(async () => {
+            sleep(scope.aborted === undefined ? log.lingerMs : 0)
+              .then(() => {
+                closeStarted = Date.now();
+                return Promise.allSettled(all.map((c) => c?.close()));
+              })
+              .then(async () => {
               timing.closeMs = Date.now() - closeStarted;
               all.forEach(compactTranscript);
               // The servers are gone: whatever they were going to run has run. Judge every call.
@@ -431,6 +439,9 @@ async function runWithConnection(
     resourceReadMeta: plan.resourceReadMeta,
     openConnection,
     callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
+    lingerAfter: (ms) => {
+      log.lingerMs = Math.max(log.lingerMs, ms);
+    },
     plantTrap: async (name, where = {}, check = scenario.checks[0]!.id) => {
       log.trapOwners.set(name, check);
       const path = await observers.trap(name, where);

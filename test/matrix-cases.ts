@@ -86,6 +86,8 @@ export const matrix: Record<string, Case> = {
   'state-from-arguments': { fail: ['authority/arguments-are-not-authority'] },
   'caches-results': { fail: ['authority/no-result-reuse-across-state'] },
   'session-ignores-state': { fail: ['authority/session-state-change'] },
+  // Says no, then runs the command in the old session a moment later: the monitor sees it after the scenario.
+  'session-refuses-but-runs': { fail: ['authority/session-state-change', 'authority/session-launcher-change'] },
   'session-ignores-launcher': { fail: ['authority/session-launcher-change'] },
   'global-state': { fail: [], warn: ['authority/concurrent-calls-isolated', 'authority/concurrent-same-workspace'] },
   'resource-requires-sandbox-keys': { http: true, fail: [...both('resources/read-with-caller-meta'), ...both('resources/read-without-sandbox-keys')] },
