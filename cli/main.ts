@@ -204,14 +204,25 @@ async function main(argv: string[]): Promise<number> {
 
 onSignal('SIGINT', EXIT_SIGNAL.SIGINT);
 onSignal('SIGTERM', EXIT_SIGNAL.SIGTERM);
+// Should the event loop ever drain while the run is still pending (a bug: nothing left to wake
+// it), never end with the exit code 0 that node would give: that would be a silent pass.
+let settled = false;
+process.on('beforeExit', () => {
+  if (settled) return;
+  settled = true;
+  process.stderr.write('mcp-sandbox-conformance: internal error: the run stopped before it finished\n');
+  process.exitCode = EXIT.incomplete;
+});
 main(hideBin(process.argv)).then(
   (code) => {
+    settled = true;
     process.exitCode = code;
     // Everything the run started is gone by now; should a stray handle (a socket to a server
     // that never answers) keep the event loop alive, do not wait for it.
     setTimeout(() => process.exit(code), 1000).unref();
   },
   (error: unknown) => {
+    settled = true;
     if (error instanceof UsageError) {
       process.stderr.write(`mcp-sandbox-conformance: ${error.message}\n`);
       process.exitCode = EXIT.usage;

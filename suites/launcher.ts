@@ -31,7 +31,7 @@ const failClosedCheck = (
   level: 'MUST',
   title,
   summary: `${sends} The server must fail closed: answer with an error and run nothing (no PATH search, no unsandboxed fallback), unless the operator who started it opted out. Source: CONTRACT.md §3 ${rule}.`,
-  observes: `The one call must get an error response (a JSON-RPC error or isError: true), with no launch carrying its nonce, no execution record of its probe and no trap invocation${watched}; a refusal only counts when the control call shows the same tool runs commands when given everything Codex sends. The call is registered as one to refuse, so the monitor charges to this check any launch or execution tied to it that is recorded until its server is stopped.`,
+  observes: `A fresh server gets each missing or malformed variant in turn, before any valid call. This variant's call must get an error response (a JSON-RPC error or isError: true), with no launch carrying its nonce, no execution record of its probe and no trap invocation${watched}; a refusal only counts when the control call shows the same tool runs commands when given everything Codex sends. The call is registered as one to refuse, so the monitor charges to this check any launch or execution tied to it that is recorded until its server is stopped.`,
   why: 'Without a verified launcher and a valid state, the only way to run the command is outside the sandbox, silently.',
   typicalMistake,
   fix: 'Validate the launcher (object, absolute path, existing executable file) and the state (object) on every call; if either is missing or invalid, return isError: true without spawning anything.',

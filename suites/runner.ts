@@ -280,7 +280,8 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
           const all = [connection, ...extraConnections];
           let closeStarted = Date.now();
           closing.push(
-            sleep(scope.aborted === undefined ? log.lingerMs : 0)
+            // A timer that holds the event loop: the run is not over until these servers are closed.
+            new Promise<void>((resolve) => setTimeout(resolve, scope.aborted === undefined ? log.lingerMs : 0))
               .then(() => {
                 closeStarted = Date.now();
                 return Promise.allSettled(all.map((c) => c?.close()));
@@ -288,11 +289,6 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
               .then(async () => {
               timing.closeMs = Date.now() - closeStarted;
               all.forEach(compactTranscript);
-              // The servers are gone: whatever they were going to run has run. Judge every call.
-              if (log.observers && log.calls.length + log.trapOwners.size > 0) {
-                const observers = log.observers;
-                log.findings = monitor({ calls: log.calls, observations: await observers.read(), launcherName: (path) => observers.launcherName(path), trapOwners: log.trapOwners, canonical: CANONICAL });
-              }
             }),
           );
         }
@@ -373,8 +369,11 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     runScope.abort('the run is over');
     await Promise.race([Promise.allSettled(works), sleep(2000)]);
     await Promise.allSettled(closing);
-    applyFindings([...resultsByJob.values()].flat(), [...logsByJob.values()].flatMap((l) => l.findings), plan.options.strict);
     sweepMarked(runScope.marker);
+    // Every server is gone, and so is whatever escaped them: whatever was going to run has run.
+    // Now every call of every scenario is judged against everything its observers recorded.
+    await Promise.all([...logsByJob.values()].map((log) => judgeCalls(log)));
+    applyFindings([...resultsByJob.values()].flat(), [...logsByJob.values()].flatMap((l) => l.findings), plan.options.strict);
     forgetMarker();
     rmSync(root, { recursive: true, force: true });
     liveRunDirs.delete(root);
@@ -491,6 +490,13 @@ async function runWithConnection(
     }
   }
   for (const [id, verdict] of decided) if (!verdicts.has(id)) verdicts.set(id, verdict);
+}
+
+async function judgeCalls(log: MonitorLog): Promise<void> {
+  const observers = log.observers;
+  if (!observers || log.calls.length + log.trapOwners.size === 0) return;
+  const observations = await observers.read().catch(() => undefined);
+  if (observations) log.findings = monitor({ calls: log.calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners: log.trapOwners, canonical: CANONICAL });
 }
 
 /** Replaces "{{command}}" in a template with a script, verbatim (for a shell-string tool). */
