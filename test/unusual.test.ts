@@ -48,6 +48,7 @@ const variants: Record<string, Variant> = {
   'script-wrapper': { http: false, mustPass: CORE },
   paginated: { http: false, mustPass: [...CORE, 'catalog/same-across-startups', 'catalog/stable-on-relist'] },
   'anyof-cwd': { http: false, mustPass: CORE },
+  'verifies-launcher': { http: false, mustPass: CORE },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
