@@ -1,11 +1,24 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { accessSync, constants, existsSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { checkResourceReadMeta } from '../harness/app-server-rules.js';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
 import { isObject } from '../harness/json.js';
 
 /** A problem with what the user asked for: exit code 2, one line. */
 export class UsageError extends Error {}
+
+/** The longest delay a Node timer holds (2^31-1 ms, about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A timeout in seconds, as a flag or the config gives it: a positive finite number a timer can hold. */
+export function timeoutSeconds(value: unknown, where: string): number {
+  if (typeof value !== 'number' || Number.isNaN(value) || !(value > 0)) throw new UsageError(`${where} must be a positive number of seconds, not ${String(value)}`);
+  if (!Number.isFinite(value) || Math.round(value * 1000) > MAX_TIMER_MS) {
+    throw new UsageError(`${where} is too large for a timer: ${String(value)} s (at most ${Math.floor(MAX_TIMER_MS / 1000)} s)`);
+  }
+  if (Math.round(value * 1000) < 1) throw new UsageError(`${where} is below a millisecond: ${String(value)} s`);
+  return value;
+}
 
 /** mcp-sandbox-conformance.json: everything a flag can say, for a repository to keep. */
 export interface ConfigFile {
@@ -69,8 +82,7 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
   for (const key of ['startupTimeoutSec', 'callTimeoutSec'] as const) {
     const value = raw[key];
     if (value === undefined) continue;
-    if (typeof value !== 'number' || !(value > 0)) throw new UsageError(`${where(key)} must be a positive number of seconds`);
-    config[key] = value;
+    config[key] = timeoutSeconds(value, where(key));
   }
   if (raw.session !== undefined) config.session = validateSession(raw.session, where('session'));
   if (raw.resourceReadMeta !== undefined) {
@@ -97,13 +109,26 @@ export function parseEnvPairs(pairs: string[]): Record<string, string> {
   return env;
 }
 
+/** --exec-args: a JSON object that places the command somewhere, as "{{argv}}" or "{{command}}". */
 export function parseExecArgs(text: string | undefined): unknown {
   if (text === undefined) return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw new UsageError(`--exec-args is not valid JSON: ${(error as Error).message}`);
   }
+  if (!isObject(value)) throw new UsageError(`--exec-args must be a JSON object (the tool's arguments), e.g. '{"command":"{{argv}}"}'`);
+  if (!hasCommandPlaceholder(value)) throw new UsageError(`--exec-args must place the command with "{{argv}}" or "{{command}}", e.g. '{"command":"{{argv}}"}'`);
+  return value;
+}
+
+/** True when the template places the command: a string that is "{{argv}}" (the array) or holds "{{command}}" (see renderArguments). */
+function hasCommandPlaceholder(value: unknown): boolean {
+  if (typeof value === 'string') return value === '{{argv}}' || value.includes('{{command}}');
+  if (Array.isArray(value)) return value.some(hasCommandPlaceholder);
+  if (isObject(value)) return Object.values(value).some(hasCommandPlaceholder);
+  return false;
 }
 
 /** Glob over check ids: `*` matches anything (slashes included), `?` one character. */
@@ -137,4 +162,67 @@ export function parseSessionFlag(text: string | undefined): SessionAdapter | und
     throw new UsageError(`--session is not valid JSON: ${(error as Error).message}`);
   }
   return validateSession(raw, '--session');
+}
+
+/**
+ * A file the run will write (a --reporter's FILE, the --baseline that --update-baseline rewrites):
+ * checked before anything starts, so that a bad path costs no run. Its directory must exist; the
+ * path must not be a directory, and must be writable (or creatable).
+ */
+/** `label` names the flag and the path as the user wrote them, e.g. `--reporter json=out/r.json`. */
+export function assertWritableFile(label: string, path: string): void {
+  const file = resolve(path);
+  const existing = statOrCode(file);
+  if (typeof existing !== 'string') {
+    if (existing.isDirectory()) throw new UsageError(`${label}: is a directory, not a file`);
+    if (!accessible(file, constants.W_OK)) throw new UsageError(`${label}: the file is not writable`);
+    return;
+  }
+  if (existing !== 'ENOENT') throw new UsageError(`${label}: ${existing === 'ENOTDIR' ? 'a part of its directory is not a directory' : existing}`);
+  assertWritableDirectory(label, dirname(file), 'its directory ');
+}
+
+/** --transcripts DIR: an existing writable directory, or one that can be created in an existing writable directory. */
+export function assertOutputDirectory(label: string, path: string): void {
+  const dir = resolve(path);
+  const existing = statOrCode(dir);
+  if (typeof existing !== 'string') {
+    if (!existing.isDirectory()) throw new UsageError(`${label}: is not a directory`);
+    if (!accessible(dir, constants.W_OK | constants.X_OK)) throw new UsageError(`${label}: the directory is not writable`);
+    return;
+  }
+  if (existing !== 'ENOENT') throw new UsageError(`${label}: ${existing === 'ENOTDIR' ? 'a part of it is not a directory' : existing}`);
+  assertWritableDirectory(label, dirname(dir), 'its parent directory ');
+}
+
+function assertWritableDirectory(label: string, dir: string, what: string): void {
+  const stat = statOrCode(dir);
+  if (stat === 'ENOENT') throw new UsageError(`${label}: ${what}${dir} does not exist`);
+  if (typeof stat === 'string') throw new UsageError(`${label}: ${what}${dir}: ${stat === 'ENOTDIR' ? 'a part of it is not a directory' : stat}`);
+  if (!stat.isDirectory()) throw new UsageError(`${label}: ${what}${dir} is not a directory`);
+  if (!accessible(dir, constants.W_OK | constants.X_OK)) throw new UsageError(`${label}: ${what}${dir} is not writable`);
+}
+
+function statOrCode(path: string): Stats | string {
+  try {
+    return statSync(path);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  }
+}
+
+function accessible(path: string, mode: number): boolean {
+  try {
+    accessSync(path, mode);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A directory the server runs in (--cwd, the config's "cwd"): it must exist. */
+export function assertDirectory(path: string, where: string): void {
+  const stat = statOrCode(resolve(path));
+  if (typeof stat === 'string') throw new UsageError(`${where} ${path}: ${stat === 'ENOENT' ? 'no such directory' : stat}`);
+  if (!stat.isDirectory()) throw new UsageError(`${where} ${path}: not a directory`);
 }

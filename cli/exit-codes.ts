@@ -3,7 +3,7 @@ import type { RunReport } from '../suites/runner.js';
 
 export const EXIT = { ok: 0, violations: 1, usage: 2, incomplete: 3, targetFailed: 4 } as const;
 /** Stopped by a signal (128 + its number), after the servers were killed and the temp files removed. */
-export const EXIT_SIGNAL = { SIGINT: 130, SIGTERM: 143 } as const;
+export const EXIT_SIGNAL = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
 
 const couldNotRun = (r: CheckResult): boolean => r.status === 'skip' && r.reason === 'could-not-run';
 

@@ -7,7 +7,7 @@ import { cleanupHostMode } from '../harness/host-mode/live.js';
 import { packageRoot } from '../harness/paths.js';
 import { hostCheckDefs, hostChecks, runHostMode as runHostChecks, type HostRunReport } from '../suites/host.js';
 import { globMatcher, parseEnvPairs, UsageError } from './config.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
+import { EXIT, EXIT_SIGNAL, exitCodeFor } from './exit-codes.js';
 import { renderTable } from './reporters/catalog.js';
 import { renderHuman } from './reporters/human.js';
 
@@ -115,7 +115,7 @@ export async function runHostMode(argv: string[]): Promise<number> {
   const transports: Transport[] = args.transport === 'both' ? ['stdio', 'http'] : [args.transport];
   const strict = args.strict || args['fail-on'] === 'should';
 
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of Object.entries(EXIT_SIGNAL) as [keyof typeof EXIT_SIGNAL, number][]) {
     process.once(signal, () => {
       cleanupHostMode();
       process.stderr.write(`\nmcp-sandbox-conformance: interrupted (${signal}); host processes stopped, temp files removed\n`);

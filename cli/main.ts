@@ -1,21 +1,51 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, killAllLiveGroups, setMaxMessageBytes } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
 import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
-import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, parseSessionFlag, UsageError } from './config.js';
+import { parseReporters } from './reporters/index.js';
+import {
+  assertDirectory,
+  assertOutputDirectory,
+  assertWritableFile,
+  globMatcher,
+  loadConfig,
+  MAX_TIMER_MS, parseEnvPairs, parseExecArgs, parseSessionFlag, timeoutSeconds,
+  UsageError,
+} from './config.js';
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
 import { emitResults, resultOptions } from './results.js';
-import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound } from './target.js';
+import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound, unlistedExecTool } from './target.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+
+/** The options that take a value: each must be given one. */
+const VALUE_OPTIONS = [
+  'exec-tool', 'exec-args', 'config', 'env', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session',
+  'startup-timeout', 'call-timeout', 'scenario-timeout', 'run-timeout', 'max-message-mb', 'catalog-startups', 'jobs',
+  'only', 'skip', 'reporter', 'transcripts', 'baseline',
+];
+
+/** Every file and directory the run will write must be writable: checked before any server starts. */
+function checkOutputPaths(reporters: string[], transcripts: string | string[] | undefined): void {
+  const files = new Map<string, string>();
+  for (const spec of parseReporters(reporters)) {
+    if (spec.path === undefined) continue;
+    const label = `--reporter ${spec.name}=${spec.path}`;
+    assertWritableFile(label, spec.path);
+    const earlier = files.get(resolve(spec.path));
+    if (earlier) throw new UsageError(`${label}: ${earlier} writes that file too`);
+    files.set(resolve(spec.path), `--reporter ${spec.name}`);
+  }
+  if (typeof transcripts === 'string') assertOutputDirectory(`--transcripts ${transcripts}`, transcripts);
+}
 
 function onSignal(signal: NodeJS.Signals, code: number): void {
   process.once(signal, () => {
@@ -91,7 +121,7 @@ async function main(argv: string[]): Promise<number> {
     .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
     .epilog(
       [
-        'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start, 130/143 interrupted by SIGINT/SIGTERM (servers killed, temp files removed).',
+        'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM (servers killed, temp files removed).',
         'A live progress line goes to stderr on a terminal (not when output is redirected or CI is set).',
         'Docs: README.md; each check: mcp-sandbox-conformance explain <id>.',
       ].join('\n'),
@@ -104,7 +134,9 @@ async function main(argv: string[]): Promise<number> {
     .wrap(Math.min(110, process.stdout.columns || 110))
     .exitProcess(false)
     .fail((message, error) => {
-      throw new UsageError(message ?? error?.message ?? 'invalid arguments');
+      const text = message ?? error?.message ?? 'invalid arguments';
+      const missing = text.match(/^Not enough arguments following: (\S+)$/);
+      throw new UsageError(missing ? `${missing[1]!.length === 1 ? "-" : "--"}${missing[1]} needs a value` : text);
     });
 
   // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
@@ -123,7 +155,10 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
 
-  const args = await resultOptions(parser).parseAsync();
+  // A string or number option must get its value: `--exec-tool` at the end, or followed by another
+  // option, is an error rather than silently nothing.
+  const withResults = resultOptions(parser).requiresArg(VALUE_OPTIONS);
+  const args = await withResults.parseAsync();
   if (args.help || args.version) return EXIT.ok;
   const positional = (args._ as (string | number)[]).map(String);
   const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
@@ -135,21 +170,33 @@ async function main(argv: string[]): Promise<number> {
   }
   if (args.url && args['http-command']) throw new UsageError('give --url or --http-command, not both');
   if (args.url) assertLoopbackUrl(args.url);
+  for (const flag of VALUE_OPTIONS) {
+    const value = (args as Record<string, unknown>)[flag];
+    for (const one of Array.isArray(value) ? value : [value]) if (one === '') throw new UsageError(`--${flag} needs a value`);
+  }
   if (args['http-command'] && !args['http-command'].includes('{port}')) throw new UsageError('--http-command must contain {port}');
   const { config } = loadConfig(args.config);
   const env = { ...config.env, ...parseEnvPairs(many(args.env)) };
   const execArgs = parseExecArgs(args['exec-args']);
+  for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session'] as const) {
+    if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
+  }
   if (execArgs !== undefined && !args['exec-tool']) throw new UsageError('--exec-args needs --exec-tool');
+  for (const flag of ['startup-timeout', 'call-timeout', 'scenario-timeout', 'run-timeout'] as const) {
+    if (args[flag] !== undefined) timeoutSeconds(args[flag], `--${flag}`);
+  }
   for (const [flag, value] of [
-    ['startup-timeout', args['startup-timeout']],
-    ['call-timeout', args['call-timeout']],
-    ['scenario-timeout', args['scenario-timeout']],
-    ['run-timeout', args['run-timeout']],
     ['max-message-mb', args['max-message-mb']],
     ['jobs', args.jobs],
     ['catalog-startups', args['catalog-startups']],
   ] as const) {
-    if (value !== undefined && !(Number(value) > 0)) throw new UsageError(`--${flag} must be a positive number`);
+    if (value === undefined) continue;
+    if (Array.isArray(value)) throw new UsageError(`--${flag} given more than once`);
+    if (!(Number(value) > 0) || !Number.isFinite(value)) throw new UsageError(`--${flag} must be a positive number, not ${String(value)}`);
+    if (flag !== 'max-message-mb' && !Number.isInteger(value)) throw new UsageError(`--${flag} must be a whole number of at least 1, not ${String(value)}`);
+  }
+  if (args['max-message-mb'] !== undefined && args['max-message-mb'] * 1024 * 1024 > Number.MAX_SAFE_INTEGER) {
+    throw new UsageError(`--max-message-mb is too large: ${String(args['max-message-mb'])}`);
   }
 
   const only = many(args.only).length ? globMatcher(many(args.only)) : () => true;
@@ -158,6 +205,10 @@ async function main(argv: string[]): Promise<number> {
   if (selected.length === 0) throw new UsageError('--only/--skip leave no check to run; see mcp-sandbox-conformance list');
 
   const cwd = args.cwd ?? config.cwd;
+  if (cwd !== undefined) assertDirectory(cwd, args.cwd !== undefined ? '--cwd' : 'the config\'s "cwd"');
+  const realCodex = args.codex ? realCodexPath(args.codex) : undefined;
+  // Every file and directory the run will write, checked before any server starts.
+  checkOutputPaths(many(args.reporter), args.transcripts);
   const plan: RunPlan = {
     targets: {
       stdio: command.length ? stdioTarget(command, env, cwd) : undefined,
@@ -167,7 +218,7 @@ async function main(argv: string[]): Promise<number> {
           ? { kind: 'http-command', command: args['http-command'], path: args['http-path'], env, cwd }
           : undefined,
     },
-    realCodex: args.codex ? realCodexPath(args.codex) : undefined,
+    realCodex,
     session: parseSessionFlag(args.session) ?? config.session,
     resourceReadMeta: config.resourceReadMeta,
     exec: args['exec-tool']
@@ -177,18 +228,19 @@ async function main(argv: string[]): Promise<number> {
         : undefined,
     options: {
       assumeOptIn: args['assume-opt-in'] ?? config.assumeOptIn ?? false,
-      startupTimeoutMs: (args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000,
-      callTimeoutMs: (args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000,
+      startupTimeoutMs: Math.round((args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000),
+      callTimeoutMs: Math.round((args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000),
       strict: args.strict || args['fail-on'] === 'should',
       catalogStartups: args['catalog-startups'],
     },
     jobs: Math.floor(args.jobs),
-    scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? args['scenario-timeout'] * 1000 : undefined,
-    runTimeoutMs: args['run-timeout'] !== undefined ? args['run-timeout'] * 1000 : undefined,
+    scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,
+    runTimeoutMs: args['run-timeout'] !== undefined ? Math.round(args['run-timeout'] * 1000) : undefined,
     select: (id) => selected.some((c) => c.id === id),
   };
 
-  plan.scenarioTimeoutMs ??= defaultScenarioTimeoutMs(plan.options);
+  // The derived default may exceed what a timer can hold even when each part is valid.
+  plan.scenarioTimeoutMs ??= Math.min(defaultScenarioTimeoutMs(plan.options), MAX_TIMER_MS);
   if (args['max-message-mb'] !== undefined) setMaxMessageBytes(Math.floor(args['max-message-mb'] * 1024 * 1024));
   const progress = createProgress();
   plan.onProgress = progress.onProgress;
@@ -198,10 +250,21 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     progress.stop();
   }
+  const unknownTool = args['exec-tool'] !== undefined ? unlistedExecTool(args['exec-tool'], report) : undefined;
+  if (unknownTool) throw new UsageError(unknownTool);
   const targetText = [command.join(' '), args.url ?? args['http-command'] ?? ''].filter(Boolean).join(' + HTTP: ');
   return emitResults(report, args, { target: targetText, version, checks: allChecks });
 }
 
+// A reader that goes away (`… | head -1`) is no error of the run: further output is dropped and
+// the run ends with its own exit code, without an EPIPE stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+    throw error;
+  });
+}
+onSignal('SIGHUP', EXIT_SIGNAL.SIGHUP);
 onSignal('SIGINT', EXIT_SIGNAL.SIGINT);
 onSignal('SIGTERM', EXIT_SIGNAL.SIGTERM);
 // Should the event loop ever drain while the run is still pending (a bug: nothing left to wake

@@ -16,15 +16,16 @@ import {
   type BaselineEntry,
   type ReportedResult,
 } from './baseline.js';
-import { UsageError } from './config.js';
+import { loadConfig, UsageError } from './config.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { renderGithub } from './reporters/github.js';
 import { renderHtml } from './reporters/html.js';
-import { renderHuman } from './reporters/human.js';
+import { renderHuman, stopCommands } from './reporters/human.js';
 import { parseReporters, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
 import { renderJson } from './reporters/json.js';
 import { renderJunit } from './reporters/junit.js';
 import { renderMarkdown } from './reporters/markdown.js';
+import { envSecrets, inGithubActions, neutralize, sanitizeRun, urlSecrets } from './sanitize.js';
 import { formatTranscript, redactArgv, redactText, transcriptKey, writeTranscripts } from './transcripts.js';
 
 /**
@@ -68,6 +69,8 @@ export interface ResultArgs {
   'fail-on'?: string;
   url?: string;
   'http-command'?: string;
+  env?: string | string[];
+  config?: string;
   _: (string | number)[];
   '--'?: (string | number)[];
 }
@@ -103,14 +106,33 @@ function colorFor(stream: NodeJS.WriteStream, flag: boolean | undefined): boolea
   return Boolean(stream.isTTY);
 }
 
-function describeTarget(args: ResultArgs, display: string): TargetDescription {
+function describeTarget(args: ResultArgs, display: string, secrets: string[]): TargetDescription {
   const command = [...args._, ...(args['--'] ?? [])].map(String);
+  const text = (value: string) => neutralize(redactText(value, secrets));
   return {
-    ...(command.length ? { command: redactArgv(command) } : {}),
-    ...(args.url ? { url: redactText(args.url) } : {}),
-    ...(args['http-command'] ? { httpCommand: redactText(args['http-command']) } : {}),
-    display: redactText(display),
+    ...(command.length ? { command: redactArgv(command).map(text) } : {}),
+    ...(args.url ? { url: text(args.url) } : {}),
+    ...(args['http-command'] ? { httpCommand: text(args['http-command']) } : {}),
+    display: text(display),
   };
+}
+
+/**
+ * The exact strings no report may repeat: the values of secret-looking --env variables (and config
+ * env), and the password of --url. Everything else is found by its shape (cli/sanitize.ts).
+ */
+export function userSecrets(args: ResultArgs): string[] {
+  const env: Record<string, string> = {};
+  try {
+    Object.assign(env, loadConfig(args.config).config.env ?? {});
+  } catch {
+    // The run already loaded it; a config that cannot be read now has no secrets for us.
+  }
+  for (const pair of many(args.env)) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return [...envSecrets(env), ...urlSecrets(args.url)];
 }
 
 function writeOut(path: string, text: string): void {
@@ -131,7 +153,10 @@ const RENDER: Record<Exclude<ReporterName, 'human'>, (data: ReportData) => strin
 };
 
 /** Applies the baseline, writes every report and transcript, and returns the exit code. */
-export async function emitResults(report: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
+export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
+  // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
+  const secrets = userSecrets(args);
+  const report = sanitizeRun(rawReport, secrets);
   const specs = parseReporters(many(args.reporter));
   const baselineFile = single(args, 'baseline');
   const transcriptsDir = single(args, 'transcripts');
@@ -167,7 +192,7 @@ export async function emitResults(report: RunReport, args: ResultArgs, context: 
   const data: ReportData = {
     report: applied,
     tool: { name: 'mcp-sandbox-conformance', version: context.version },
-    target: describeTarget(args, context.target),
+    target: describeTarget(args, context.target, secrets),
     checks: context.checks,
     failOn: args.strict || args['fail-on'] === 'should' ? 'should' : 'must',
     exitCode,
@@ -195,9 +220,12 @@ export async function emitResults(report: RunReport, args: ResultArgs, context: 
 }
 
 function humanReport(data: ReportData, args: ResultArgs, color: boolean): string {
+  // Trace lines come neutralized and defused from formatTranscript; in Actions they are wrapped too.
+  const untrusted = (lines: string[]) => stopCommands(lines, inGithubActions());
   const traced = new Map<string, string>();
   return renderHuman(data.report, {
     color,
+    githubActions: inGithubActions(),
     target: data.target.display,
     version: data.tool.version,
     checks: data.checks,
@@ -205,10 +233,10 @@ function humanReport(data: ReportData, args: ResultArgs, color: boolean): string
       const r = result as ReportedResult;
       const lines: string[] = [];
       if (r.baseline && r.status === 'xfail') {
-        lines.push(c.dim(`${indent}expected failure, baseline entry "${r.baseline.entry.id}": ${r.baseline.entry.reason}`));
-        if (r.message) lines.push(c.dim(`${indent}${r.message.split('\n')[0]}`));
+        lines.push(c.dim(`${indent}expected failure, baseline entry "${r.baseline.entry.id}": ${neutralize(r.baseline.entry.reason)}`));
+        if (r.message) lines.push(c.dim(`${indent}${neutralize(r.message.split('\n')[0]!)}`));
       }
-      if (args.trace && (r.status === 'fail' || r.status === 'warn' || r.status === 'error')) lines.push(...traceLines(r, indent, c, traced, data));
+      if (args.trace && (r.status === 'fail' || r.status === 'warn' || r.status === 'error')) lines.push(...untrusted(traceLines(r, indent, c, traced, data)));
       return lines;
     },
     footer: (c) => footerLines(data, c),

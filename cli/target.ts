@@ -1,7 +1,9 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { UsageError } from './config.js';
 import { resolve } from 'node:path';
+import { isObject } from '../harness/json.js';
 import type { StdioTarget } from '../harness/target.js';
+import type { RunReport } from '../suites/runner.js';
 
 /** Why the target cannot even be started: exit code 4. */
 export class TargetNotFound extends Error {}
@@ -53,6 +55,14 @@ export function assertLoopbackUrl(text: string): void {
     throw new UsageError(`--url is not a URL: ${text}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http(s): ${text}`);
+  if (url.username !== '' || url.password !== '') {
+    // Never repeat the password: the line names the URL without its credentials.
+    url.username = '';
+    url.password = '';
+    throw new UsageError(
+      `--url must not carry credentials (user:password@): the suite sends no Authorization header; give a URL without them, e.g. ${url.href}`,
+    );
+  }
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
     throw new UsageError(`--url must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
   }
@@ -61,10 +71,41 @@ export function assertLoopbackUrl(text: string): void {
 /** --codex PATH: an absolute path to an executable real Codex CLI. */
 export function realCodexPath(given: string): string {
   const file = resolve(given);
+  let isFile = false;
   try {
+    isFile = statSync(file).isFile();
     accessSync(file, constants.X_OK);
   } catch {
     throw new UsageError(`--codex ${given}: not an executable file`);
   }
+  if (!isFile) throw new UsageError(`--codex ${given}: a directory, not the Codex CLI executable (give the path of the codex binary)`);
   return file;
+}
+
+/**
+ * `--exec-tool NAME` that no tools/list of the run listed: a mistake in the command line, not a
+ * finding about the server. Read from the transcripts (every page of every tools/list the run saw);
+ * undefined when the tool was listed, or when no tools/list answer was seen at all.
+ */
+export function unlistedExecTool(tool: string, report: RunReport): string | undefined {
+  const requests = new Set<unknown>();
+  const listed = new Set<string>();
+  let answered = false;
+  for (const result of report.results) {
+    for (const entry of result.transcript) {
+      if (!('message' in entry) || !isObject(entry.message)) continue;
+      const message = entry.message;
+      if (entry.dir === 'host->server' && message.method === 'tools/list') requests.add(message.id);
+      if (entry.dir === 'server->host' && requests.has(message.id) && isObject(message.result) && Array.isArray(message.result.tools)) {
+        answered = true;
+        for (const t of message.result.tools) if (isObject(t) && typeof t.name === 'string') listed.add(t.name);
+      }
+    }
+    requests.clear();
+  }
+  if (!answered || listed.has(tool)) return undefined;
+  // Server text: JSON escapes C0 controls; C1 controls and line separators are escaped here.
+  const quote = (n: string) => JSON.stringify(n).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const names = [...listed].slice(0, 10).map(quote);
+  return `--exec-tool ${quote(tool)}: the server lists no tool by that name (it lists ${names.length ? names.join(', ') : 'no tool'}${listed.size > 10 ? ', …' : ''})`;
 }

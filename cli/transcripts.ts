@@ -3,33 +3,25 @@ import { join } from 'node:path';
 import type { Transport } from '../harness/codex-wire.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
 import type { CheckResult } from '../suites/model.js';
+import { defuseWorkflowCommands, jsonSafe, neutralize, neutralizeMultiline, redact, REDACTED, SECRET_NAME } from './sanitize.js';
 
 /**
  * Transcripts on disk (--transcripts DIR) and in the human report (--trace), and the redaction of
  * secrets that applies to everything a report repeats from the command line or the wire.
  */
 
-export const REDACTED = '[redacted]';
+export { REDACTED };
 
 /** Header names whose value never leaves the process: credentials and session cookies. */
 const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api-key)$/i;
-/** Flag, variable and parameter names that usually carry a credential. */
-const SECRET_NAME = '[\\w.-]*(?:token|secret|passw(?:or)?d|api[-_]?key|apikey|auth|credential|private[-_]?key|access[-_]?key)[\\w.-]*';
 
 /**
  * Redacts credentials in free text (a command line, a stderr line): `--token=x`, `--token x`,
- * `API_KEY=x`, `Authorization: Bearer x`, and the password or secret parameters of a URL.
+ * `API_KEY=x`, `Authorization: Bearer x`, the password or secret parameters of a URL, common token
+ * shapes, and any of `extraSecrets` (see cli/sanitize.ts).
  */
-export function redactText(text: string): string {
-  return text
-    .replace(/\b((?:proxy-)?authorization|cookie|set-cookie)(\s*[:=]\s*)[^\r\n]*/gi, `$1$2${REDACTED}`)
-    .replace(/\b(Bearer|Basic)\s+[\w.~+/=-]+/g, `$1 ${REDACTED}`)
-    .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, `$1${REDACTED}@`)
-    .replace(new RegExp(`([?&]${SECRET_NAME}=)[^&#\\s]*`, 'gi'), `$1${REDACTED}`)
-    .replace(new RegExp(`((?:^|\\s)--?${SECRET_NAME})(=|\\s+)(?!-)("[^"]*"|'[^']*'|\\S+)`, 'gi'), `$1$2${REDACTED}`)
-    .replace(new RegExp(`((?:^|\\s)${SECRET_NAME})=("[^"]*"|'[^']*'|\\S+)`, 'gi'), (match, name: string) =>
-      name.trimStart().startsWith('-') ? match : `${name}=${REDACTED}`,
-    );
+export function redactText(text: string, extraSecrets: readonly string[] = []): string {
+  return redact(text, extraSecrets);
 }
 
 /** Redacts an argv: each word as text, and the word after a flag that names a secret. */
@@ -38,8 +30,9 @@ export function redactArgv(argv: string[]): string[] {
   return argv.map((word, i) => (i > 0 && flag.test(argv[i - 1]!) && !word.startsWith('-') ? REDACTED : redactText(word)));
 }
 
-/** Redacts secret headers (at any depth) in a recorded message; the message itself is not changed. */
+/** Redacts secret headers (at any depth) and secrets in strings of a recorded message; the message itself is not changed. */
 export function redactValue(value: unknown): unknown {
+  if (typeof value === 'string') return redact(value);
   if (Array.isArray(value)) return value.map(redactValue);
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(
@@ -85,7 +78,8 @@ export function writeTranscripts(dir: string, results: CheckResult[]): Map<strin
     const file = join(dir, transcriptFileName(result.scenario, result.transport));
     const checks = results.filter((r) => transcriptKey(r) === key).map((r) => r.id);
     const header = { dir: 'meta', scenario: result.scenario, transport: result.transport, checks, entries: result.transcript.length };
-    const lines = [header, ...result.transcript.map(transcriptRecord)].map((record) => JSON.stringify(record));
+    // JSON escapes C0 controls; jsonSafe escapes C1 ones and line separators too: no raw control byte on disk.
+    const lines = [header, ...result.transcript.map(transcriptRecord)].map((record) => jsonSafe(JSON.stringify(record)));
     writeFileSync(file, lines.join('\n') + '\n');
     written.set(key, file);
   }
@@ -94,13 +88,19 @@ export function writeTranscripts(dir: string, results: CheckResult[]): Map<strin
 
 const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text);
 
-/** A transcript as text lines for a terminal or a <pre>: time, direction, payload (redacted). */
+/** A transcript as text lines for a terminal or a <pre>: time, direction, payload (redacted, neutralized). */
 export function formatTranscript(entries: TranscriptEntry[], maxLineLength = 400): string[] {
   return entries.map((entry) => {
     const record = transcriptRecord(entry);
     const payload =
-      'message' in record ? JSON.stringify(record.message) : 'line' in record ? String(record.line) : 'text' in record ? String(record.text).replace(/\n$/, '') : JSON.stringify(record);
-    const head = `${`+${entry.t}ms`.padStart(8)}  ${entry.dir.padEnd(13)}  `;
-    return head + clip(payload, maxLineLength).replace(/\n/g, '\n' + ' '.repeat(head.length));
+      'message' in record
+        ? neutralize(JSON.stringify(record.message))
+        : 'line' in record
+          ? neutralize(String(record.line))
+          : 'text' in record
+            ? neutralizeMultiline(String(record.text).replace(/\r?\n$/, ''), { lines: true })
+            : neutralize(JSON.stringify(record));
+    const head = `${`+${Number(entry.t)}ms`.padStart(8)}  ${neutralize(String(entry.dir)).padEnd(13)}  `;
+    return defuseWorkflowCommands(head + clip(payload, maxLineLength).replace(/\n/g, '\n' + ' '.repeat(head.length)));
   });
 }

@@ -12,7 +12,7 @@ import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs'
  * 2. Before signalling, the server's descendants are read from /proc (parent links), so children
  *    that moved to a group or session of their own (setsid, `detached`) are signalled too.
  * 3. Every process the run starts carries `MCP_SANDBOX_CONFORMANCE_RUN=<run marker>` in its
- *    environment, which its descendants inherit. At the end of the run (and on SIGINT/SIGTERM) a
+ *    environment, which its descendants inherit. At the end of the run (and on SIGHUP/SIGINT/SIGTERM) a
  *    sweep of /proc/<pid>/environ kills whatever still carries the marker: that catches daemons
  *    that double-forked away from their parent. Known limit: a descendant that execs with a
  *    scrubbed environment (`env -i`) after leaving the session is not found.

@@ -227,6 +227,58 @@ describe('action.yml, run as GitHub would', () => {
     expect(run.stderr).toMatch(/cannot read config `touch pwned7`|baseline \$\(touch pwned6\)\.yml does not exist/);
   });
 
+  test('an option smuggled through config or url stays the value of that input, never an option', async () => {
+    const cwd = workspace('smuggled-options');
+    const config = await runAction({ server: 'node x.mjs', config: '--http-command=touch pwned10 {port}' }, { cwd });
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+    expect(config.code).toBe(2);
+    expect(config.stderr).toMatch(/cannot read config --http-command=touch pwned10 \{port\}: ENOENT/);
+    const spaced = await runAction({ server: 'node x.mjs', config: '--http-command', url: '--http-command=touch pwned11 {port}' }, { cwd });
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+    expect(spaced.code).toBe(2);
+    expect(spaced.stderr).toMatch(/--url is not a URL: --http-command=touch pwned11 \{port\}/);
+    const baseline = await runAction({ server: 'node x.mjs', baseline: '--http-command=touch pwned12 {port}' }, { cwd });
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+    expect(baseline.code).toBe(2);
+  });
+
+  test('what the CLI receives: each value glued to its flag; server and reporters split on spaces and newlines alike', async () => {
+    const cwd = workspace('argv');
+    const bin = workspace('fake-bin-argv');
+    const log = join(cwd, 'npx-argv');
+    writeFileSync(join(bin, 'npx'), `#!/bin/sh\nprintf '%s\\n' "$@" > '${log}'\n`);
+    chmodSync(join(bin, 'npx'), 0o755);
+    const run = await runAction(
+      {
+        server: 'node\n  server.mjs --stdio\n\t--verbose',
+        reporters: 'html=a.html\nhtml=b b.html',
+        config: '--http-command=touch pwned13',
+        url: 'http://127.0.0.1:1/mcp',
+        baseline: '-x.yml',
+        version: '0.1.0',
+      },
+      { cwd, path: bin },
+    );
+    expect(run.code).toBe(0);
+    const argv = readFileSync(log, 'utf8').trimEnd().split('\n');
+    expect(argv).toContain('--url=http://127.0.0.1:1/mcp');
+    expect(argv).toContain('--config=--http-command=touch pwned13');
+    expect(argv).toContain('--baseline=-x.yml');
+    expect(argv).not.toContain('--http-command=touch pwned13');
+    expect(argv.filter((a) => a.startsWith('--reporter=') && !a.includes(cwd) && a !== '--reporter=github' && !/=(json|junit|markdown)=/.test(a))).toEqual(['--reporter=html=a.html', '--reporter=html=b', '--reporter=b.html']);
+    expect(argv.slice(argv.indexOf('--'))).toEqual(['--', 'node', 'server.mjs', '--stdio', '--verbose']);
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+  });
+
+  test('a multi-line server input runs the whole command, not its first line', async () => {
+    const cwd = workspace('multi-line');
+    const run = await runAction({ server: `node\n${join(root, 'fixtures/servers/reference/server.mjs')}`, reporters: 'html=one.html\nhtml=two.html' }, { cwd });
+    expect(run.code, run.stderr).toBe(0);
+    expect(readdirSync(cwd).sort()).toEqual(['one.html', 'two.html']);
+    const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
+    expect(report.target.command).toEqual(['node', join(root, 'fixtures/servers/reference/server.mjs')]);
+  });
+
   test('version: runs that npm version through npx; a version that is not one is refused', async () => {
     const cwd = workspace('version');
     const bin = workspace('fake-bin');
@@ -236,7 +288,7 @@ describe('action.yml, run as GitHub would', () => {
     const run = await runAction({ server: 'node server.mjs', version: '0.1.0', 'fail-on': 'should' }, { cwd, path: bin });
     expect(run.code).toBe(0);
     const argv = readFileSync(log, 'utf8').trimEnd().split('\n');
-    expect(argv.slice(0, 6)).toEqual(['--yes', 'mcp-sandbox-conformance@0.1.0', '--fail-on', 'should', '--reporter', 'github']);
+    expect(argv.slice(0, 4)).toEqual(['--yes', 'mcp-sandbox-conformance@0.1.0', '--fail-on=should', '--reporter=github']);
     expect(argv.slice(-3)).toEqual(['--', 'node', 'server.mjs']);
 
     const bad = await runAction({ server: 'node server.mjs', version: '1.0;touch pwned8' }, { cwd, path: bin });

@@ -135,7 +135,10 @@ describe('nothing is left behind', () => {
     const sleepers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() === `sleep ${sleep}`);
     expect(sleepers).toEqual([]);
   });
-  test('SIGINT stops the servers, removes the temp dir and exits 130', async () => {
+  test.each([
+    ['SIGINT', 130],
+    ['SIGHUP', 129],
+  ] as const)('%s stops the servers, removes the temp dir and exits %i', async (signal, exitCode) => {
     const tmp = privateTmp();
     const child = spawn(process.execPath, [cliPath, '--startup-timeout', '30', chaosServer, 'never-initializes'], { env: { ...process.env, NO_COLOR: '1', TMPDIR: tmp } });
     let stderr = '';
@@ -148,10 +151,10 @@ describe('nothing is left behind', () => {
         .filter((line) => line.includes(`${chaosServer} never-initializes`) && !line.includes(cliPath));
     const serverUp = () => servers().length > 0;
     for (let waited = 0; !serverUp() && waited < 20_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
-    child.kill('SIGINT');
+    child.kill(signal);
     const code = await new Promise((resolve) => child.on('close', resolve));
-    expect(code).toBe(130);
-    expect(stderr).toMatch(/interrupted/);
+    expect(code).toBe(exitCode);
+    expect(stderr).toMatch(new RegExp(`interrupted \\(${signal}\\); servers stopped, temp files removed`));
     expect(readdirSync(tmp)).toEqual([]);
     expect(servers()).toEqual([]);
   });

@@ -1,3 +1,4 @@
+import { neutralize, neutralizeMultiline } from '../sanitize.js';
 import { displayName, hasBothTransports, type ReportData } from './index.js';
 
 /**
@@ -15,9 +16,17 @@ const MAX_MESSAGE = 4_000;
 export const escapeData = (text: string): string => text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 export const escapeProperty = (text: string): string => escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
 
+/**
+ * A message as the runner's data: escape sequences and controls gone (a lone CR shown as "\r"),
+ * then %, CR and LF encoded, so nothing in it can end the command or start another one.
+ */
+const messageData = (text: string): string => escapeData(neutralizeMultiline(text));
+/** A title as a property value: one line, then also ":" and "," encoded. */
+const titleProperty = (text: string): string => escapeProperty(neutralize(text));
+
 const command = (kind: 'error' | 'warning' | 'notice', title: string, message: string): string => {
   const body = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}… (cut; the JSON report has everything)` : message;
-  return `::${kind} title=${escapeProperty(title)}::${escapeData(body)}`;
+  return `::${kind} title=${titleProperty(title)}::${messageData(body)}`;
 };
 
 export function renderGithub(data: ReportData): string {

@@ -1,5 +1,6 @@
 import type { Status } from '../../suites/model.js';
 import type { ReportedResult } from '../baseline.js';
+import { jsonSafe, neutralizeMultiline } from '../sanitize.js';
 import { formatTranscript, transcriptKey } from '../transcripts.js';
 import { blockedNote, summaryLine, tally } from './human.js';
 import { asText, CONTRACT, execSummary, hasBothTransports, STATUS_ORDER, truncate, type ReportData } from './index.js';
@@ -14,12 +15,13 @@ import { asText, CONTRACT, execSummary, hasBothTransports, STATUS_ORDER, truncat
 
 const MAX_VALUE = 100_000;
 
+/** HTML text: escape sequences and control characters removed first (a lone CR shown as "\r"), then escaped. */
 const esc = (text: string): string =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  neutralizeMultiline(text, { lines: true }).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 
 /** JSON that can sit inside <script>: nothing in it can close the element or break the line. */
 const scriptJson = (value: unknown): string =>
-  JSON.stringify(value).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  jsonSafe(JSON.stringify(value)).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 
 const LABEL: Record<Status, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERROR', xfail: 'XFAIL', xpass: 'XPASS' };
 

@@ -2,7 +2,11 @@ import { Chalk, type ChalkInstance } from 'chalk';
 import type { RunReport } from '../../suites/runner.js';
 import type { CheckDef, CheckResult, Status } from '../../suites/model.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
+import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';
 import { execSummary } from './index.js';
+
+/** The terminal gets no CR at all: CRLF becomes LF, a lone CR shows as "\\r". */
+const LINES = { lines: true };
 
 export interface Tally {
   passed: number;
@@ -56,11 +60,37 @@ function paint(c: ChalkInstance, status: Status, text: string): string {
   }
 }
 
+/**
+ * Lines that carry server-derived text, as the report prints them. In GitHub Actions (where the
+ * runner reads workflow commands from stderr as from stdout) they are wrapped in the runner's own
+ * `::stop-commands::<token>` … `::<token>::`, so nothing inside is taken for a command; everywhere,
+ * each line is neutralized and defused (no line starts with `::`, no `##[`).
+ */
+export function githubBlock(lines: string[], githubActions: boolean, paint: (line: string) => string = (line) => line): string[] {
+  return stopCommands(
+    lines.map((line) => paint(defuseWorkflowCommands(neutralizeMultiline(line, LINES)))),
+    githubActions,
+  );
+}
+
+/** Lines (already neutralized) wrapped in `::stop-commands::<token>` … `::<token>::` when `on`. */
+export function stopCommands(lines: string[], on: boolean): string[] {
+  if (!on || lines.length === 0) return lines;
+  const token = stopToken(lines.join('\n'));
+  return [`::stop-commands::${token}`, ...lines, `::${token}::`];
+}
+
 function block(label: string, value: unknown, indent: string, maxLines = 40): string[] {
   const text = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
-  const lines = (text ?? 'undefined').split('\n');
+  const lines = neutralizeMultiline(text ?? 'undefined', LINES).split('\n');
   const shown = lines.length > maxLines ? [...lines.slice(0, maxLines), `… ${lines.length - maxLines} more lines (--reporter json has everything)`] : lines;
   return [`${indent}${label}`, ...shown.map((line) => `${indent}  ${line}`)];
+}
+
+/** A message under a check: its first line after `head`, further lines indented under it. */
+function messageLines(head: string, message: string, indent: string): string[] {
+  const [first = '', ...rest] = defuseWorkflowCommands(neutralizeMultiline(message, LINES)).split('\n');
+  return [`${head}${first}`, ...rest.map((line) => `${indent}  ${line}`)];
 }
 
 /**
@@ -83,20 +113,25 @@ export interface HumanOptions {
   details?: (result: CheckResult, indent: string, c: ChalkInstance) => string[];
   /** Lines just before the tally (cli/results.ts: baseline notes and paste-ready entries). */
   footer?: (c: ChalkInstance) => string[];
+  /** Running in GitHub Actions: server-derived blocks are wrapped in `::stop-commands::` (see githubBlock). */
+  githubActions?: boolean;
 }
 
 /** The terminal report: one line per check, details under each failure, the tally last. */
 export function renderHuman(report: RunReport, options: HumanOptions): string {
   const c = new Chalk({ level: options.color ? 1 : 0 });
   const out: string[] = [];
+  const untrusted = (lines: string[], paint?: (line: string) => string) => githubBlock(lines, Boolean(options.githubActions), paint);
   const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
-  out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · fake Codex 0.171.0 · target: ${options.target}`));
-  if (info) out.push(c.dim(`server: ${String(info.name ?? '?')} ${String(info.version ?? '')}`.trimEnd()));
+  out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · fake Codex 0.171.0 · target: ${neutralize(options.target)}`));
+  // One line each, whatever the server put in them: no escape sequence, no CR or LF, no command.
+  if (info) out.push(c.dim(defuseWorkflowCommands(`server: ${neutralize(String(info.name ?? '?'))} ${neutralize(String(info.version ?? ''))}`.trimEnd())));
   const exec = execSummary(report);
-  if (exec) out.push(c.dim(exec));
+  if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));
   if (report.startFailure) {
-    out.push('', c.red.bold(`The target failed to start: ${report.startFailure.message}`));
-    if (report.startFailure.stderrTail) out.push(c.dim('last lines of its stderr:'), ...report.startFailure.stderrTail.split('\n').map((l) => c.dim(`  ${l}`)));
+    const [first, ...more] = messageLines('', report.startFailure.message, '');
+    out.push('', c.red.bold(`The target failed to start: ${first}`), ...untrusted(more));
+    if (report.startFailure.stderrTail) out.push(c.dim('last lines of its stderr:'), ...untrusted(report.startFailure.stderrTail.split('\n').map((l) => `  ${l}`), c.dim));
   }
   out.push('');
   if (report.startFailure) {
@@ -114,15 +149,18 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
     const indent = '       ';
     if (result.status === 'skip' || result.status === 'error') {
       const why = result.status === 'skip' ? (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`) : 'error';
-      out.push(c.dim(`${indent}${why}: ${result.message ?? ''}`));
+      out.push(...untrusted(messageLines(`${indent}${why}: `, result.message ?? '', indent), c.dim));
     }
     if (result.status === 'fail' || result.status === 'warn' || result.status === 'xpass') {
       const def = defs.get(result.id);
       if (def) out.push(c.dim(`${indent}${result.rule}: ${def.summary}`));
-      out.push(`${indent}${c.bold(result.message ?? '')}`);
-      if (result.diff?.length) out.push(...block('diff (expected -> actual):', result.diff.join('\n'), indent));
-      if (result.expected !== undefined) out.push(...block('expected:', result.expected, indent));
-      if (result.actual !== undefined) out.push(...block('actual:', result.actual, indent));
+      const [first, ...more] = messageLines(indent, result.message ?? '', indent);
+      out.push(c.bold(first!), ...untrusted(more));
+      const details: string[] = [];
+      if (result.diff?.length) details.push(...block('diff (expected -> actual):', result.diff.join('\n'), indent));
+      if (result.expected !== undefined) details.push(...block('expected:', result.expected, indent));
+      if (result.actual !== undefined) details.push(...block('actual:', result.actual, indent));
+      out.push(...untrusted(details));
       if (def && result.status !== 'xpass') out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
     }
     if (options.details) out.push(...options.details(result, indent, c));

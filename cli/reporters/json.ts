@@ -2,6 +2,7 @@ import type { ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Level, SkipReason, Status } from '../../suites/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
+import { jsonSafe } from '../sanitize.js';
 import { redactValue, transcriptKey } from '../transcripts.js';
 import { tally } from './human.js';
 import { areaOf, CONTRACT, execSummary, reportedExec, type ReportData, type TargetDescription } from './index.js';
@@ -94,7 +95,7 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(report.serverInfo !== undefined ? { serverInfo: redactValue(report.serverInfo) } : {}),
       ...(report.capabilities !== undefined ? { capabilities: redactValue(report.capabilities) } : {}),
     },
-    ...(report.startFailure ? { startFailure: report.startFailure } : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
+    ...(report.startFailure ? { startFailure: { message: report.startFailure.message, stderrTail: report.startFailure.stderrTail } } : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
     failOn: data.failOn,
     exitCode: data.exitCode,
     summary: {
@@ -116,5 +117,6 @@ export function toDocument(data: ReportData): ReportDocument {
 }
 
 export function renderJson(data: ReportData): string {
-  return JSON.stringify(toDocument(data), null, 2) + '\n';
+  // Server text arrives neutralized and redacted (cli/results.ts); jsonSafe keeps any raw C1 control out anyway.
+  return jsonSafe(JSON.stringify(toDocument(data), null, 2)) + '\n';
 }

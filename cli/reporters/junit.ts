@@ -4,6 +4,10 @@ import { transcriptKey } from '../transcripts.js';
 import { areaOf, asText, CONTRACT, hasBothTransports, truncate, type ReportData } from './index.js';
 import type { ReportedResult } from '../baseline.js';
 import { blockedNote } from './human.js';
+import { neutralizeMultiline } from '../sanitize.js';
+
+/** Text for XML: no escape sequence or control character (XML 1.0 cannot carry most C0 ones; C1 ones are legal but as raw in a terminal). */
+const clean = (text: string): string => neutralizeMultiline(text);
 
 /**
  * JUnit XML, built with junit-report-builder (it escapes attributes, splits CDATA and strips the
@@ -45,16 +49,16 @@ const child = (element: Element, name: string): Element | undefined =>
 
 function withSkipMessage(testCase: TestCase, message: string): void {
   testCase.skipped();
-  decorate(testCase, (element) => child(element, 'skipped')?.att('message', message));
+  decorate(testCase, (element) => child(element, 'skipped')?.att('message', clean(message)));
 }
 
 /** Text inside the <failure> or <error> element, after the message attribute. */
 function withContent(testCase: TestCase, name: 'failure' | 'error', text: string): void {
-  decorate(testCase, (element) => child(element, name)?.txt(text));
+  decorate(testCase, (element) => child(element, name)?.txt(clean(text)));
 }
 
 function withSystemOut(testCase: TestCase, text: string): void {
-  decorate(testCase, (element) => element.ele('system-out').txt(text));
+  decorate(testCase, (element) => element.ele('system-out').txt(clean(text)));
 }
 
 function details(result: ReportedResult, transcriptFile: string | undefined): string {
@@ -102,11 +106,11 @@ export function renderJunit(data: ReportData): string {
     switch (result.status) {
       case 'fail':
       case 'xpass':
-        testCase.failure(result.message ?? result.status, `${result.rule} ${result.level}`);
+        testCase.failure(clean(result.message ?? result.status), `${result.rule} ${result.level}`);
         withContent(testCase, 'failure', details(result, file));
         break;
       case 'error':
-        testCase.error(result.message?.split('\n')[0] ?? 'error', 'error');
+        testCase.error(clean(result.message?.split('\n')[0] ?? 'error'), 'error');
         withContent(testCase, 'error', details(result, file));
         break;
       case 'skip':
@@ -125,7 +129,7 @@ export function renderJunit(data: ReportData): string {
     }
   }
   if (report.startFailure) {
-    const testCase = junit.testSuite().name('target').testCase().className('target').name('starts').error(report.startFailure.message, 'start-failure');
+    const testCase = junit.testSuite().name('target').testCase().className('target').name('starts').error(clean(report.startFailure.message), 'start-failure');
     if (report.startFailure.stderrTail) withContent(testCase, 'error', `last lines of its stderr:\n${report.startFailure.stderrTail}`);
   }
   return junit.build() + '\n';

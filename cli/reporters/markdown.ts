@@ -1,6 +1,7 @@
 import type { Status } from '../../suites/model.js';
 import type { ReportedResult } from '../baseline.js';
 import { formatEntries } from '../baseline.js';
+import { neutralize, neutralizeMultiline } from '../sanitize.js';
 import { transcriptKey } from '../transcripts.js';
 import { summaryLine, tally } from './human.js';
 import { asText, displayName, hasBothTransports, isProblem, NO_EXEC, reportedExec, truncate, type ReportData } from './index.js';
@@ -18,24 +19,36 @@ const MAX_DIFF_LINES = 60;
 /** Stop adding detail sections past this size; the table and tally are always complete. */
 export const MARKDOWN_BUDGET = 900_000;
 
-/** Text for a table cell: one line, pipes escaped, no HTML outside `code spans` (inside them it shows as typed). */
+/**
+ * One line of text, whatever it holds: escape sequences and controls gone, and CR (a line ending
+ * for CommonMark, so a lone CR could start a heading) and LF shown as a space.
+ */
+const oneLine = (text: string): string => neutralize(text.replace(/\r\n|\r|\n|\u2028|\u2029/g, ' '));
+
+/**
+ * Text for a table cell or a paragraph: one line, pipes escaped, no HTML outside `code spans`
+ * (inside them it shows as typed), and a leading block marker (`#`, `>`, `-`, `1.`, `=`, …)
+ * escaped so that the text cannot become a heading, a quote or a list.
+ */
 const cell = (text: string): string =>
-  text
-    .replace(/\r?\n/g, ' ')
+  oneLine(text)
     .split(/(`[^`]*`)/)
-    .map((part, i) => (i % 2 ? part : part.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')))
+    .map((part, i) => (i % 2 ? part : part.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/!\[/g, '!\\[')))
     .join('')
-    .replace(/\|/g, '\\|');
+    .replace(/\|/g, '\\|')
+    .replace(/^(\s*)([#>+\-*=_~]|\d+[.)])/, '$1\\$2');
 /** Inline code on one line that survives backticks and pipes (GitHub splits table cells on "|" even in code). */
 const code = (text: string): string => {
-  const flat = text.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+  const flat = oneLine(text).replace(/\|/g, '\\|');
   const longest = Math.max(0, ...(flat.match(/`+/g) ?? []).map((run) => run.length));
   const fence = '`'.repeat(longest + 1);
   const pad = flat.startsWith('`') || flat.endsWith('`') ? ' ' : '';
   return `${fence}${pad}${flat}${pad}${fence}`;
 };
 /** A fenced block long enough that no run of backticks inside can close it. */
-function fenced(text: string, lang = ''): string {
+function fenced(raw: string, lang = ''): string {
+  // A lone CR would end a line inside the block as LF does; neutralizeMultiline shows it as "\r".
+  const text = neutralizeMultiline(raw, { lines: true });
   const longest = Math.max(2, ...(text.match(/`{3,}/g) ?? []).map((run) => run.length));
   const fence = '`'.repeat(longest + 1);
   return `${fence}${lang}\n${text}\n${fence}`;
