@@ -68,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
         '  $0 [options] <server> [server args...]   a stdio server: an executable, or a .js/.mjs/.cjs file run with node',
         '  $0 [options] -- <command...>             any command that starts a stdio server',
         '  $0 list                                  every check, with its rule and what it needs',
-        '  $0 explain <check-id>                    one check: the rule, why, common mistakes, the fix',
+        '  $0 explain <check-id | rule-id>          a check (or every check of a rule): the rule, what is observed, why, the fix',
       ].join('\n'),
     )
     .option('exec-tool', { type: 'string', describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)', group: 'Target:' })
@@ -150,8 +150,12 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'explain') {
     const id = argv[1];
     const check = allChecks.find((c) => c.id === id);
-    if (!check || argv.length > 2) throw new UsageError(`unknown check "${id ?? ''}"; see mcp-sandbox-conformance list`);
-    process.stdout.write(renderExplain(check));
+    // A rule ID (LAUNCH-1, EXEC-1, ...) explains every check that hangs under it.
+    const underRule = id ? allChecks.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
+    if ((!check && underRule.length === 0) || argv.length > 2) {
+      throw new UsageError(`unknown check or rule "${id ?? ''}"; see mcp-sandbox-conformance list (and CONTRACT.md for the rules)`);
+    }
+    process.stdout.write(check ? renderExplain(check) : [`${underRule[0]!.rule} (CONTRACT.md §3): ${underRule.length} check${underRule.length === 1 ? '' : 's'}`, '', ...underRule.map(renderExplain)].join('\n'));
     return EXIT.ok;
   }
 

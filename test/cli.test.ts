@@ -88,7 +88,7 @@ describe('bad input: one line, exit 2', () => {
     [['--only', 'zzz/*', referenceServer], /leave no check/],
     [['--env', 'NOVALUE', referenceServer], /NAME=VALUE/],
     [[], /no server given/],
-    [['explain', 'no/such-check'], /unknown check/],
+    [["explain", "no/such-check"], /unknown check or rule/],
   ])('%j', async (args, message) => {
     const { code, stderr } = await cli(args as string[]);
     expect(code).toBe(2);
@@ -176,5 +176,10 @@ describe('discoverability', () => {
     const explain = await cli(['explain', 'forwarding/state-unchanged']);
     expect(explain.stdout).toMatch(/FWD-2, MUST/);
     expect(explain.stdout).toMatch(/How to fix it:/);
+    // A rule ID explains every check under it.
+    const rule = await cli(['explain', 'LAUNCH-3']);
+    const under = allChecks.filter((c) => c.rule === 'LAUNCH-3');
+    expect(rule.stdout).toMatch(new RegExp(`^LAUNCH-3 \\(CONTRACT\\.md §3\\): ${under.length} checks`));
+    for (const check of under) expect(rule.stdout).toContain(`${check.id}  (LAUNCH-3, MUST)`);
   });
 });
