@@ -7,6 +7,14 @@ import type { TranscriptEntry } from '../harness/transcript.js';
 import type { Expectation, MonitoredCall } from './monitor.js';
 
 export type Level = 'MUST' | 'SHOULD' | 'INFO';
+
+/** Every rule of CONTRACT.md (§3 for servers, §4 for hosts), by its stable ID. */
+export const RULES = [
+  'CAP-1', 'CAP-2', 'ALIAS-1', 'ALIAS-2', 'EXEC-1', 'FWD-1', 'FWD-2', 'FWD-3', 'LAUNCH-1', 'LAUNCH-2', 'LAUNCH-3',
+  'HTTP-1', 'HTTP-2', 'AUTH-1', 'AUTH-2', 'AUTH-3', 'RES-1', 'CAT-1', 'CAT-2',
+  'HOST-1', 'HOST-2', 'HOST-3', 'HOST-4',
+] as const;
+export type RuleId = (typeof RULES)[number];
 export type Status = 'pass' | 'fail' | 'warn' | 'skip' | 'error' | 'xfail' | 'xpass';
 export type SkipReason = 'not-applicable' | 'could-not-run';
 /** What a check needs from the target before it can say anything. */
@@ -15,7 +23,7 @@ export type Need = 'exec' | 'opt-in' | 'http' | 'session' | 'resources' | 'codex
 /** A check as `list` and `explain` show it: static, known before anything runs. */
 export interface CheckDef {
   id: string;
-  rule: string;
+  rule: RuleId;
   level: Level;
   title: string;
   /** The rule, in our words. */
