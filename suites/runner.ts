@@ -82,6 +82,7 @@ export type ProgressEvent =
 export const defaultScenarioTimeoutMs = (options: RunOptions): number => 2 * options.startupTimeoutMs + 3 * options.callTimeoutMs;
 export const DEFAULT_RUN_TIMEOUT_MS = 30 * 60 * 1000;
 
+const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys; --assume-opt-in sends them anyway';
 const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
 
 /** Needs known before anything starts: a real Codex, a transport the plan has. */
@@ -207,6 +208,8 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   queue.sort((a, b) => rank(a) - rank(b));
   const resultsByJob = new Map<Job, CheckResult[]>();
   const logsByJob = new Map<Job, MonitorLog>();
+  // Transports on which a server was seen not to opt in (see sandboxOptIn).
+  const notOptedIn = new Set<Transport>();
 
   // Jobs under way, with their scopes: a target found dead at startup aborts the others of its transport.
   const inFlight = new Map<Job, ProcessScope>();
@@ -238,6 +241,10 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       undecided(couldNotRun(`target failed to start: ${dead.message}`));
     } else if (runExpired) {
       undecided(couldNotRun(`${runExpired} before this scenario started`));
+    } else if (notOptedIn.has(job.transport) && !plan.options.assumeOptIn && scenario.checks.every((c) => verdicts.has(c.id) || c.needs.includes('opt-in'))) {
+      // A server that did not opt in gets no sandbox keys from Codex: starting it again for every
+      // scenario that needs them would learn nothing.
+      undecided(couldNotRun(NOT_OPTED_IN));
     } else if (target && scenario.checks.some((c) => !verdicts.has(c.id))) {
       scenariosRun++;
       plan.onProgress?.({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
@@ -265,6 +272,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
             if (scope.aborted !== undefined) void extra.close();
             return extra;
           };
+          if (!sandboxOptIn(connection.handshake.initializeResult)) notOptedIn.add(job.transport);
           await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, log);
           timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
           // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
@@ -406,7 +414,7 @@ async function runWithConnection(
   const unmet = (check: CheckDef): Verdict | undefined => {
     if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '');
     if (check.needs.includes('opt-in') && !optedIn) {
-      return couldNotRun('the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys; --assume-opt-in sends them anyway');
+      return couldNotRun(NOT_OPTED_IN);
     }
     return undefined;
   };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
-import { chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer } from './helpers.js';
+import { chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer, runAgainst } from './helpers.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
 
 const cli = runCli;
@@ -47,6 +47,16 @@ describe('a run', () => {
     expect(plain.stdout).toMatch(/could not run: the server did not opt in/);
     const assumed = await cli(['--assume-opt-in', '--only', 'launcher/*', '--', process.execPath, mutantsServer, 'no-capability']);
     expect(assumed.code).toBe(0);
+  });
+  test('a server that did not opt in is not started again for every scenario that needs sandbox keys', async () => {
+    const report = await runAgainst([mutantsServer, 'no-capability'], {}, { http: false, select: (id) => !id.startsWith('catalog/') });
+    // The first scenarios start before the first handshake is in; after it, only those that need no opt-in.
+    expect(report.stats!.serverStarts).toBeLessThanOrEqual(6);
+    const def = (id: string) => allChecks.find((c) => c.id === id)!;
+    // The checks that need sandbox keys and nothing this plan lacks (an HTTP target, a real Codex).
+    const needOptIn = report.results.filter((r) => def(r.id).needs.includes('opt-in') && !def(r.id).needs.some((n) => n === 'http' || n === 'codex'));
+    expect(needOptIn.length).toBeGreaterThan(20);
+    for (const result of needOptIn) expect(`${result.id}: ${result.status} ${result.message}`).toMatch(/: skip the server did not opt in/);
   });
   test('--exec-tool and --exec-args drive a tool by name', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--exec-tool', 'exec', '--exec-args', '{"command":"{{argv}}"}', referenceServer]);
