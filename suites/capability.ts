@@ -1,5 +1,5 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { fail, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
+import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
 import { isObject } from '../harness/json.js';
 
 const SOURCE = 'CONTRACT.md §1 and §3 (CAP-1, CAP-2)';
@@ -55,7 +55,9 @@ export function judgeCapabilities(initializeResult: Record<string, unknown>): Ma
     verdicts.set(advertised.id, fail('the server does not opt in to the sandbox contract', { expected, actual }));
   }
 
-  if (isObject(experimental) && isObject(experimental[STATE_KEY])) verdicts.set(currentName.id, pass());
+  // Which name a server uses only matters once it opts in: one cause, one finding (CAP-1's).
+  if (objectKeys.length === 0) verdicts.set(currentName.id, notApplicable(`the server does not opt in under either name (see ${advertised.id})`));
+  else if (isObject(experimental) && isObject(experimental[STATE_KEY])) verdicts.set(currentName.id, pass());
   else if (objectKeys.includes(STATE_KEY_DEPRECATED)) {
     verdicts.set(currentName.id, fail(`only the deprecated name "${STATE_KEY_DEPRECATED}" is advertised`, { expected, actual }));
   } else {
