@@ -151,6 +151,8 @@ describe('action.yml, statically', () => {
     const install = action.runs.steps.find((s) => s.run?.includes('npm ci'))!;
     expect(install.if).toBe("inputs.version == ''");
     expect(install.run).toMatch(/if \[ -f "\$GITHUB_ACTION_PATH\/dist\/cli\/main\.js" \]/);
+    // Not the 420 MB Codex binary (an optional dependency of our dev dependency @openai/codex).
+    expect(install.run).toMatch(/npm ci --omit=optional /);
   });
 });
 
