@@ -46,6 +46,7 @@ export function resultOptions<T>(y: Argv<T>) {
     })
     .option('transcripts', { type: 'string', describe: 'Write each scenario\'s wire transcript (JSONL, secrets redacted) into DIR, one file per scenario and transport', group: 'Results:' })
     .option('trace', { type: 'boolean', describe: 'Print the transcript of the scenario under each failed check in the human report', group: 'Results:' })
+    .option('verbose', { type: 'boolean', describe: 'Under each finding in the human report, print the full expected and actual values too (by default only the diff, or them when there is no diff)', group: 'Results:' })
     .option('baseline', {
       type: 'string',
       describe: 'YAML or JSON file of expected failures, each with a reason: listed failures are xfail (exit 0); a listed check that passes, or an entry naming no check, fails the run',
@@ -62,6 +63,7 @@ export interface ResultArgs {
   reporter?: string | string[];
   transcripts?: string | string[];
   trace?: boolean;
+  verbose?: boolean;
   baseline?: string | string[];
   'update-baseline'?: boolean;
   color?: boolean;
@@ -225,6 +227,7 @@ function humanReport(data: ReportData, args: ResultArgs, color: boolean): string
   const traced = new Map<string, string>();
   return renderHuman(data.report, {
     color,
+    verbose: Boolean(args.verbose),
     githubActions: inGithubActions(),
     target: data.target.display,
     version: data.tool.version,

@@ -58,6 +58,16 @@ describe('a run', () => {
     expect(needOptIn.length).toBeGreaterThan(20);
     for (const result of needOptIn) expect(`${result.id}: ${result.status} ${result.message}`).toMatch(/: skip the server did not opt in/);
   });
+  test('a finding shows its diff; the full expected and actual only with --verbose', async () => {
+    const args = ['--only', 'forwarding/state-unchanged', '--', process.execPath, mutantsServer, 'drops-unknown-fields'];
+    const [quiet, verbose] = await Promise.all([cli(args), cli(['--verbose', ...args])]);
+    expect(quiet.code).toBe(1);
+    expect(quiet.stdout).toMatch(/diff \(expected -> actual\):\n\s+- missing {2}/);
+    expect(quiet.stdout).not.toMatch(/^\s+expected:$/m);
+    expect(quiet.stdout).toContain('(expected and actual in full: --verbose, or the JSON report)');
+    expect(verbose.stdout).toMatch(/^\s+expected:$/m);
+    expect(verbose.stdout).toMatch(/^\s+actual:$/m);
+  });
   test('--exec-tool and --exec-args drive a tool by name', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--exec-tool', 'exec', '--exec-args', '{"command":"{{argv}}"}', referenceServer]);
     expect(code).toBe(0);

@@ -115,6 +115,8 @@ export interface HumanOptions {
   footer?: (c: ChalkInstance) => string[];
   /** Running in GitHub Actions: server-derived blocks are wrapped in `::stop-commands::` (see githubBlock). */
   githubActions?: boolean;
+  /** Full expected/actual under each finding even when there is a diff (--verbose). */
+  verbose?: boolean;
 }
 
 /** The terminal report: one line per check, details under each failure, the tally last. */
@@ -157,9 +159,15 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
       const [first, ...more] = messageLines(indent, result.message ?? '', indent);
       out.push(c.bold(first!), ...untrusted(more));
       const details: string[] = [];
-      if (result.diff?.length) details.push(...block('diff (expected -> actual):', result.diff.join('\n'), indent));
-      if (result.expected !== undefined) details.push(...block('expected:', result.expected, indent));
-      if (result.actual !== undefined) details.push(...block('actual:', result.actual, indent));
+      // The diff says what is wrong; the whole values only when there is no diff, or with --verbose.
+      const hasDiff = Boolean(result.diff?.length);
+      if (hasDiff) details.push(...block('diff (expected -> actual):', result.diff!.join('\n'), indent));
+      if (!hasDiff || options.verbose) {
+        if (result.expected !== undefined) details.push(...block('expected:', result.expected, indent));
+        if (result.actual !== undefined) details.push(...block('actual:', result.actual, indent));
+      } else if (result.expected !== undefined || result.actual !== undefined) {
+        details.push(c.dim(`${indent}(expected and actual in full: --verbose, or the JSON report)`));
+      }
       out.push(...untrusted(details));
       if (def && result.status !== 'xpass') out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
     }
