@@ -181,7 +181,8 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
   }
 
   const suggestions: BaselineEntry[] = [];
-  for (const result of unexpectedFailures(results)) {
+  // Only for what fails the run: a warning needs no baseline entry to pass.
+  for (const result of unexpectedFailures(results).filter((r) => r.status === 'fail')) {
     const entry = entryForFailure(result, report.results);
     if (!suggestions.some((s) => s.id === entry.id && s.transport === entry.transport)) suggestions.push(entry);
   }
@@ -276,7 +277,7 @@ function footerLines(data: ReportData, c: ChalkInstance): string[] {
     const n = data.suggestions.length;
     out.push(
       '',
-      `${n} finding${n === 1 ? '' : 's'} (failure or warning) not in a baseline. To accept ${n === 1 ? 'it' : 'them'} for now, add ${where}, with the real reason:`,
+      `${n} failure${n === 1 ? '' : 's'} not in a baseline. To accept ${n === 1 ? 'it' : 'them'} for now, add ${where}, with the real reason:`,
       ...formatEntries(data.suggestions, format)
         .split('\n')
         .map((line) => `  ${line}`),
