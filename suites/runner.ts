@@ -111,6 +111,8 @@ export interface RunReport {
   startFailure?: { message: string; stderrTail: string };
   serverInfo?: unknown;
   capabilities?: unknown;
+  /** The transports the plan had targets for (whatever --only selected). */
+  transports?: Transport[];
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;
   durationMs: number;
@@ -390,6 +392,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   report.results = jobs.flatMap((job) => resultsByJob.get(job) ?? []);
   if (startedOnce.size === 0 && deadAtStart.size > 0) report.startFailure = deadAtStart.get('stdio') ?? [...deadAtStart.values()][0];
   report.stats = { serverStarts, scenariosRun, timings };
+  report.transports = transports;
   report.durationMs = Date.now() - started;
   return report;
 }

@@ -68,6 +68,12 @@ describe('a run', () => {
     expect(verbose.stdout).toMatch(/^\s+expected:$/m);
     expect(verbose.stdout).toMatch(/^\s+actual:$/m);
   });
+  test('with two transports in the run, lines name theirs, also when --only keeps checks of one', async () => {
+    const http = ['--http-command', `${process.execPath} ${referenceServer} --http --port {port}`];
+    const { code, stdout } = await cli(['--only', 'forwarding/argv-shape', ...http, referenceServer]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^PASS\s+forwarding\/argv-shape\s+stdio\s+MUST/m);
+  });
   test('--exec-tool and --exec-args drive a tool by name', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--exec-tool', 'exec', '--exec-args', '{"command":"{{argv}}"}', referenceServer]);
     expect(code).toBe(0);

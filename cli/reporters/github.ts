@@ -31,7 +31,7 @@ const command = (kind: 'error' | 'warning' | 'notice', title: string, message: s
 
 export function renderGithub(data: ReportData): string {
   const { report } = data;
-  const both = hasBothTransports(report.results);
+  const both = hasBothTransports(report);
   const lines: string[] = [];
   if (report.startFailure) {
     lines.push(command('error', 'target failed to start', `${report.startFailure.message}\n${report.startFailure.stderrTail}`.trimEnd()));

@@ -135,7 +135,7 @@ const SCRIPT = `
 export function renderHtml(data: ReportData): string {
   const { report } = data;
   const t = tally(report.results);
-  const both = hasBothTransports(report.results);
+  const both = hasBothTransports(report);
   const transcripts: Record<string, string[]> = {};
   for (const result of report.results) {
     const key = transcriptKey(result);

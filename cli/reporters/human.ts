@@ -142,7 +142,7 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
   }
   const idWidth = Math.max(...report.results.map((r) => r.id.length), 10);
   // With both transports in the run, each line says which one it is about.
-  const bothTransports = new Set(report.results.map((r) => r.transport)).size > 1;
+  const bothTransports = (report.transports ?? [...new Set(report.results.map((r) => r.transport))]).length > 1;
   const defs = new Map(options.checks.map((d) => [d.id, d]));
   for (const result of report.results) {
     const where = bothTransports ? `${result.transport.padEnd(5)}  ` : '';

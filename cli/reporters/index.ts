@@ -91,8 +91,12 @@ export function parseReporters(values: string[]): ReporterSpec[] {
 /** The area of a check: the part of its id before the "/". */
 export const areaOf = (id: string): string => (id.includes('/') ? id.slice(0, id.indexOf('/')) : id);
 
-/** True when the run has results on both transports: names then say which transport. */
-export const hasBothTransports = (results: { transport: string }[]): boolean => new Set(results.map((r) => r.transport)).size > 1;
+/**
+ * True when the run had both transports (its plan's targets, so the names do not change with
+ * --only; from the results for a report that does not say): names then say which transport.
+ */
+export const hasBothTransports = (report: { results: { transport: string }[]; transports?: string[] }): boolean =>
+  (report.transports ?? [...new Set(report.results.map((r) => r.transport))]).length > 1;
 
 /** A check's display name: the id, and the transport when the run has both. */
 export const displayName = (result: { id: string; transport: string }, both: boolean): string => (both ? `${result.id} (${result.transport})` : result.id);

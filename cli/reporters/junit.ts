@@ -74,7 +74,7 @@ function details(result: ReportedResult, transcriptFile: string | undefined): st
 export function renderJunit(data: ReportData): string {
   const { report } = data;
   const junit = builder.newBuilder().name(`mcp-sandbox-conformance ${data.target.display}`);
-  const both = hasBothTransports(report.results);
+  const both = hasBothTransports(report);
   const suites = new Map<string, ReturnType<typeof junit.testSuite>>();
   for (const result of report.results) {
     const area = areaOf(result.id);

@@ -86,7 +86,7 @@ function execLine(report: ReportData['report']): string | undefined {
 export function renderMarkdown(data: ReportData): string {
   const { report } = data;
   const t = tally(report.results);
-  const both = hasBothTransports(report.results);
+  const both = hasBothTransports(report);
   const ok = data.exitCode === 0;
   const out: string[] = [];
   out.push(`## ${ok ? '✅' : '❌'} MCP sandbox conformance: ${summaryLine(t)}`, '');
