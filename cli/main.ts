@@ -65,10 +65,11 @@ async function main(argv: string[]): Promise<number> {
         'A fake Codex host starts the server once per scenario and reports each check with expected vs actual.',
         '',
         'Usage:',
-        '  $0 [options] <server> [server args...]   a stdio server: an executable, or a .js/.mjs/.cjs file run with node',
-        '  $0 [options] -- <command...>             any command that starts a stdio server',
-        '  $0 list                                  every check, with its rule and what it needs',
-        '  $0 explain <check-id | rule-id>          a check (or every check of a rule): the rule, what is observed, why, the fix',
+        '  $0 [options] <server> [args...]   a stdio server (an executable, or a .js/.mjs/.cjs file)',
+        '  $0 [options] -- <command...>      any command that starts a stdio server',
+        '  $0 list                           every check, its rule and what it needs',
+        '  $0 explain <check-id | rule-id>   one check, or every check of a rule',
+        '  $0 host [options]                 check a Codex build instead (host --help)',
       ].join('\n'),
     )
     .option('exec-tool', { type: 'string', describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)', group: 'Target:' })

@@ -194,6 +194,9 @@ describe('discoverability', () => {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toMatch(/Exit codes: 0 conformant, 1 violations, 2 usage/);
+    // The usage lines, the host subcommand among them, each on one line of their own.
+    expect(stdout).toMatch(/^mcp-sandbox-conformance host \[options\]\s+check a Codex build instead \(host --help\)$/m);
+    expect(stdout).toMatch(/^mcp-sandbox-conformance \[options\] <server> \[args\.\.\.\]\s+a stdio server \(an executable, or a \.js\/\.mjs\/\.cjs file\)$/m);
     expect(stdout).toMatch(/"sessionId":"<dotted path in the open\s+result>" \(default:\s+structuredContent\.sessionId, else the only text block/);
   });
   test('list shows every check; explain shows one', async () => {
