@@ -8,6 +8,7 @@ import type { SandboxEntries } from '../harness/codex-wire.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers, type Observations } from '../harness/observers.js';
 import { ProcessScope, sweepMarked, trackRunMarker } from '../harness/process-group.js';
+import { locateRealCodex } from '../harness/real-codex.js';
 import { oversizedMessages } from '../harness/stdio-transport.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
 import type { Transport } from '../harness/codex-wire.js';
@@ -87,12 +88,22 @@ const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/m
 
 /** Needs known before anything starts: a real Codex, a transport the plan has. */
 function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
-  if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI: --codex PATH');
+  if (check.needs.includes('codex') && !plan.realCodex) return notApplicable(`needs a real Codex CLI: --codex PATH${installedCodexHint()}`);
   if (check.needs.includes('http') && !plan.targets.http) return notApplicable(HTTP_HINT);
   if (check.needs.includes('session') && !plan.session) {
     return notApplicable('needs a session adapter: "session" in mcp-sandbox-conformance.json or --session \'{"open":…,"send":…,"sessionId":…}\' (see README)');
   }
   return undefined;
+}
+
+let codexHint: string | undefined;
+/** When a Codex CLI is installed beside us (our devDependency, or a global npm one), where. */
+function installedCodexHint(): string {
+  if (codexHint === undefined) {
+    const found = locateRealCodex();
+    codexHint = 'path' in found ? ` (one is installed here: --codex ${found.path})` : '';
+  }
+  return codexHint;
 }
 
 /** Where the time of one scenario went (ms); `closeMs` is filled in when its servers are gone. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -73,6 +73,13 @@ describe('a run', () => {
     const { code, stdout } = await cli(['--only', 'forwarding/argv-shape', ...http, referenceServer]);
     expect(code).toBe(0);
     expect(stdout).toMatch(/^PASS\s+forwarding\/argv-shape\s+stdio\s+MUST/m);
+  });
+  test('without --codex, the enforcement skip names the Codex CLI installed beside us', async () => {
+    const { code, stdout } = await cli(['--only', 'enforcement/no-network', referenceServer]);
+    expect(code).toBe(0);
+    const path = /one is installed here: --codex (\S+)\)/.exec(stdout)?.[1];
+    expect(path, stdout).toMatch(/\/codex$/);
+    expect(existsSync(path!)).toBe(true);
   });
   test('--exec-tool and --exec-args drive a tool by name', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--exec-tool', 'exec', '--exec-args', '{"command":"{{argv}}"}', referenceServer]);
