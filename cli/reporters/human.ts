@@ -144,13 +144,19 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
   // With both transports in the run, each line says which one it is about.
   const bothTransports = (report.transports ?? [...new Set(report.results.map((r) => r.transport))]).length > 1;
   const defs = new Map(options.checks.map((d) => [d.id, d]));
+  // A skip reason shared by three checks or more is said once, after the list, with the count.
+  const whyOf = (result: CheckResult) => (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`);
+  const skipKey = (result: CheckResult) => `${whyOf(result)}\0${result.message ?? ''}`;
+  const shared = new Map<string, number>();
+  for (const result of report.results) if (result.status === 'skip') shared.set(skipKey(result), (shared.get(skipKey(result)) ?? 0) + 1);
+  const collapsed = new Set([...shared].filter(([, n]) => n >= 3).map(([key]) => key));
   for (const result of report.results) {
     const where = bothTransports ? `${result.transport.padEnd(5)}  ` : '';
     const line = `${paint(c, result.status, LABEL[result.status].padEnd(5))}  ${result.id.padEnd(idWidth)}  ${where}${result.level.padEnd(6)}  ${result.title}`;
     out.push(line);
     const indent = '       ';
-    if (result.status === 'skip' || result.status === 'error') {
-      const why = result.status === 'skip' ? (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`) : 'error';
+    if ((result.status === 'skip' && !collapsed.has(skipKey(result))) || result.status === 'error') {
+      const why = result.status === 'skip' ? whyOf(result) : 'error';
       out.push(...untrusted(messageLines(`${indent}${why}: `, result.message ?? '', indent), c.dim));
     }
     if (result.status === 'fail' || result.status === 'warn' || result.status === 'xpass') {
@@ -172,6 +178,10 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
       if (def && result.status !== 'xpass') out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
     }
     if (options.details) out.push(...options.details(result, indent, c));
+  }
+  for (const key of collapsed) {
+    const [why, message] = key.split('\0') as [string, string];
+    out.push('', ...untrusted(messageLines(`${shared.get(key)} checks ${why}: `, message, '  '), c.dim));
   }
   if (options.footer) out.push(...options.footer(c));
   out.push('', summaryLine(tally(report.results)));
