@@ -566,7 +566,8 @@ function applyFindings(results: CheckResult[], findings: Finding[], strict: bool
     result.message = list.length === 1 ? first.message : `${first.message} (and ${list.length - 1} more finding${list.length === 2 ? '' : 's'} of the sandbox monitor)`;
     result.expected = first.expected;
     result.actual = first.actual;
-    result.diff = [...(first.diff ?? []), ...(list.length > 1 ? lines : [])];
+    // The first finding is the message; the others follow the diff, one line each.
+    result.diff = [...(first.diff ?? []), ...lines.slice(1)];
     if (result.diff.length === 0) delete result.diff;
   }
 }

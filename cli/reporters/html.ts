@@ -43,7 +43,9 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
   if (result.blockedBy) parts.push(`<div class="blocked">could not run${esc(blockedNote(result, data.report.results))}</div>`);
   if (result.message) parts.push(`<div class="message">${esc(truncate(result.message, MAX_VALUE))}</div>`);
   if (result.diff?.length) {
-    parts.push(`<details class="diff"><summary>diff, expected → actual (${result.diff.length} line${result.diff.length === 1 ? '' : 's'})</summary><pre>${diffHtml(result.diff)}</pre></details>`);
+    // A problem's diff is what the reader came for: unfolded from the start.
+    const open = ['fail', 'warn', 'error', 'xpass'].includes(result.status) ? ' open' : '';
+    parts.push(`<details class="diff"${open}><summary>diff, expected → actual (${result.diff.length} line${result.diff.length === 1 ? '' : 's'})</summary><pre>${diffHtml(result.diff)}</pre></details>`);
   }
   if (result.expected !== undefined || result.actual !== undefined) {
     const pane = (label: string, value: unknown) =>
@@ -107,6 +109,7 @@ code { font-size: .92em; }
 const SCRIPT = `
 (() => {
   const transcripts = JSON.parse(document.getElementById('transcripts').textContent);
+  const PROBLEMS = ['fail', 'xpass', 'error', 'warn'];
   const boxes = [...document.querySelectorAll('#filters input[name="status"]')];
   const rows = [...document.querySelectorAll('tr.check')];
   const shown = document.getElementById('shown');
@@ -118,10 +121,12 @@ const SCRIPT = `
   };
   for (const box of boxes) box.addEventListener('change', apply);
   document.getElementById('only-problems').addEventListener('click', () => {
-    for (const box of boxes) box.checked = ['fail', 'xpass', 'error', 'warn'].includes(box.value);
+    for (const box of boxes) box.checked = PROBLEMS.includes(box.value);
     apply();
   });
   document.getElementById('show-all').addEventListener('click', () => { for (const box of boxes) box.checked = true; apply(); });
+  // The page opens on the problems when there are any; "all" shows every check.
+  if (rows.some((row) => PROBLEMS.includes(row.dataset.status))) document.getElementById('only-problems').click();
   for (const details of document.querySelectorAll('details[data-transcript]')) {
     details.addEventListener('toggle', () => {
       const pre = details.querySelector('pre');
