@@ -1,3 +1,4 @@
+import { sanitizeText } from './sanitize.js';
 import { accessSync, constants, statSync } from 'node:fs';
 import { UsageError } from './config.js';
 import { resolve } from 'node:path';
@@ -104,8 +105,8 @@ export function unlistedExecTool(tool: string, report: RunReport): string | unde
     requests.clear();
   }
   if (!answered || listed.has(tool)) return undefined;
-  // Server text: JSON escapes C0 controls; C1 controls and line separators are escaped here.
-  const quote = (n: string) => JSON.stringify(n).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // Server text: one neutralising and redacting pass, the one every reporter uses.
+  const quote = (n: string) => sanitizeText(JSON.stringify(n));
   const names = [...listed].slice(0, 10).map(quote);
   return `--exec-tool ${quote(tool)}: the server lists no tool by that name (it lists ${names.length ? names.join(', ') : 'no tool'}${listed.size > 10 ? ', …' : ''})`;
 }

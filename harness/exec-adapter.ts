@@ -192,3 +192,16 @@ export function adapterRejection(outcome: RawOutcome): string | undefined {
   if (NOT_REJECTION.test(message)) return undefined;
   return REJECTION_PATTERNS.some((pattern) => pattern.test(message)) ? message.trim() : undefined;
 }
+
+/** Replaces "{{command}}" in a template with a script, verbatim (for a shell-string tool). */
+function withScript(template: unknown, script: string): unknown {
+  if (typeof template === 'string') return template.replaceAll('{{command}}', script);
+  if (Array.isArray(template)) return template.map((item) => withScript(item, script));
+  if (isObject(template)) return Object.fromEntries(Object.entries(template).map(([key, value]) => [key, withScript(value, script)]));
+  return template;
+}
+
+/** The exec tool's arguments for a command: the argv, or for a shell-string tool the script when one is given. */
+export function renderCommand(template: unknown, argv: string[], script: string | undefined, vars: Record<string, string>): unknown {
+  return renderArguments(script !== undefined && usesShellString(template) ? withScript(template, script) : template, argv, vars);
+}

@@ -3,7 +3,7 @@ import { chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { adapterDescription, adapterRejection, resolveExecAdapter, renderArguments, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
+import { adapterDescription, adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers, type Observations } from '../harness/observers.js';
@@ -519,19 +519,6 @@ async function judgeCalls(log: MonitorLog): Promise<void> {
   if (!observers || log.calls.length + log.trapOwners.size === 0) return;
   const observations = await observers.read().catch(() => undefined);
   if (observations) log.findings = monitor({ calls: log.calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners: log.trapOwners, canonical: CANONICAL });
-}
-
-/** Replaces "{{command}}" in a template with a script, verbatim (for a shell-string tool). */
-function withScript(template: unknown, script: string): unknown {
-  if (typeof template === 'string') return template.replaceAll('{{command}}', script);
-  if (Array.isArray(template)) return template.map((item) => withScript(item, script));
-  if (isObject(template)) return Object.fromEntries(Object.entries(template).map(([key, value]) => [key, withScript(value, script)]));
-  return template;
-}
-
-/** The exec tool's arguments for a command: the argv, or for a shell-string tool the script when one is given. */
-function renderCommand(template: unknown, argv: string[], script: string | undefined, vars: Record<string, string>): unknown {
-  return renderArguments(script !== undefined && usesShellString(template) ? withScript(template, script) : template, argv, vars);
 }
 
 const MAX_FINDINGS_SHOWN = 12;
