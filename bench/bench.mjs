@@ -8,9 +8,13 @@
 //          StdioClientTransport spawn the reference server, initialize, one `exec` tools/call of
 //          `true` through a two-line fake launcher, close; as many at once as the suite's jobs
 //
-// Suite and floor alternate in one process, so load drift hits both. Then: the suite with
+// The suite runs as a default run does: exploration on, with its default budget and seed.
+// Suite and floor alternate in one process, so load drift hits both; so does the suite without
+// exploration (--no-explore), for the cost of exploration in a default run. Then: exploration
+// throughput (sequences per second, exploration alone, on the reference server), the suite with
 // --jobs 1 (scaling), and the CLI's own peak RSS, measured in a child process running the CLI.
-// Options (environment): BENCH_RUNS (default 5), BENCH_JOBS1_RUNS (default 2), BENCH_RSS_RUNS (default 2).
+// Options (environment): BENCH_RUNS (default 5), BENCH_JOBS1_RUNS (default 2), BENCH_RSS_RUNS (default 2),
+// BENCH_EXPLORE_SEQUENCES (default 60).
 // Needs a build (npx tsc -p .).
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,10 +27,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { runSuite } = await import(pathToFileURL(join(root, 'dist/suites/runner.js')).href);
 const { allScenarios } = await import(pathToFileURL(join(root, 'dist/suites/index.js')).href);
+const { EXPLORE_DEFAULTS } = await import(pathToFileURL(join(root, 'dist/suites/explore.js')).href);
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);
 const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 2);
+const EXPLORE_SEQUENCES = Number(process.env.BENCH_EXPLORE_SEQUENCES ?? 60);
 const JOBS = availableParallelism();
 const referenceServer = join(root, 'fixtures/servers/reference/server.mjs');
 const referenceConfig = join(root, 'fixtures/servers/reference/mcp-sandbox-conformance.json');
@@ -40,21 +46,21 @@ const median = (values) => {
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
-function plan(jobs) {
+function plan(jobs, explore = EXPLORE_DEFAULTS, select = () => true) {
   return {
     targets: { stdio: { kind: 'stdio', command: process.execPath, args: [referenceServer], env: {} } },
     session,
-    options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 60_000, strict: false },
+    options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 60_000, strict: false, ...(explore ? { explore } : {}) },
     jobs,
-    select: () => true,
+    select,
   };
 }
 
-async function suite(jobs) {
+async function suite(jobs, explore = EXPLORE_DEFAULTS, select = undefined) {
   const started = performance.now();
-  const report = await runSuite(plan(jobs), allScenarios);
+  const report = await runSuite(plan(jobs, explore, select), allScenarios);
   const ms = performance.now() - started;
-  const bad = report.results.filter((r) => r.status !== 'pass' && !(r.status === 'skip' && r.reason === 'not-applicable'));
+  const bad = report.results.filter((r) => r.status !== 'pass' && !(r.status === 'skip' && r.reason === 'not-applicable' && (explore || !r.id.startsWith('explore/'))));
   if (bad.length) throw new Error(`the suite did not pass against the reference server: ${bad.map((r) => `${r.id} ${r.status}`).join(', ')}`);
   return { ms, starts: report.stats.serverStarts, timings: report.stats.timings };
 }
@@ -123,10 +129,11 @@ try {
 
   const suiteMs = [];
   const floorMs = [];
+  const unexploredMs = [];
   const phases = { observersMs: [], startupMs: [], runMs: [], closeMs: [] };
   for (let i = 0; i < RUNS; i++) {
     // Alternate which goes first, so a trend in the load does not favour one side.
-    const order = i % 2 === 0 ? ['suite', 'floor'] : ['floor', 'suite'];
+    const order = i % 2 === 0 ? ['suite', 'floor', 'unexplored'] : ['unexplored', 'floor', 'suite'];
     let starts = warm.starts;
     for (const what of order) {
       if (what === 'suite') {
@@ -134,12 +141,16 @@ try {
         suiteMs.push(run.ms);
         starts = run.starts;
         for (const key of Object.keys(phases)) phases[key].push(run.timings.reduce((sum, t) => sum + (t[key] ?? 0), 0));
+      } else if (what === 'unexplored') {
+        unexploredMs.push((await suite(JOBS, null)).ms);
       } else {
         floorMs.push(await floor(starts, JOBS));
       }
     }
-    console.log(`run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${starts} round trips), load ${load()}`);
+    console.log(`run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${starts} round trips), suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`);
   }
+  // Exploration alone: how many sequences (each a fresh server, up to 10 steps, judged) per second.
+  const exploring = await suite(JOBS, { ...EXPLORE_DEFAULTS, runs: EXPLORE_SEQUENCES }, (id) => id.startsWith('explore/'));
 
   const jobs1 = [];
   for (let i = 0; i < JOBS1_RUNS; i++) jobs1.push((await suite(1)).ms);
@@ -154,6 +165,9 @@ try {
   console.log(`suite (--jobs ${JOBS}) median: ${s(suiteMedian)}   [${suiteMs.map(s).join(', ')}]`);
   console.log(`floor (${warm.starts} SDK spawn+initialize+tools/call, ${JOBS} at once) median: ${s(floorMedian)}   [${floorMs.map(s).join(', ')}]`);
   console.log(`ratio suite/floor: ${ratio.toFixed(2)}   (target <= 1.3: ${ratio <= 1.3 ? 'met' : 'NOT met'})`);
+  const exploreCost = suiteMedian / median(unexploredMs);
+  console.log(`suite without exploration median: ${s(median(unexploredMs))}   (default run / without: ${exploreCost.toFixed(2)}, target <= 1.5: ${exploreCost <= 1.5 ? 'met' : 'NOT met'})`);
+  console.log(`exploration throughput: ${EXPLORE_SEQUENCES} sequences in ${s(exploring.ms)} = ${(EXPLORE_SEQUENCES / (exploring.ms / 1000)).toFixed(1)} sequences/s (reference server, stdio, ${exploring.starts} server starts)`);
   console.log(`suite --jobs 1 median: ${s(median(jobs1))}   (speed-up with --jobs ${JOBS}: ${(median(jobs1) / suiteMedian).toFixed(2)}x)`);
   console.log(`CLI peak RSS: ${peakMb.toFixed(1)} MB   [${rss.map((kb) => (kb / 1024).toFixed(1)).join(', ')}]   (target < 150 MB: ${peakMb < 150 ? 'met' : 'NOT met'})`);
   console.log(

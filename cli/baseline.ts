@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import type { Transport } from '../harness/codex-wire.js';
+import { isObject } from '../harness/json.js';
 import type { CheckDef, CheckResult, Status } from '../suites/model.js';
 import { globMatcher, UsageError } from './config.js';
 
@@ -46,8 +47,6 @@ export const PLACEHOLDER_REASON = 'TODO: why this is expected';
 /** The statuses a baseline entry can expect: a MUST failure, or a SHOULD failure reported as a warning. */
 const FAILING: ReadonlySet<Status> = new Set<Status>(['fail', 'warn']);
 const ENTRY_KEYS = new Set(['id', 'reason', 'transport']);
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export const baselineFormat = (file: string): 'yaml' | 'json' => (/\.json$/i.test(file) ? 'json' : 'yaml');
 

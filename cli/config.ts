@@ -31,10 +31,12 @@ export interface ConfigFile {
   session?: SessionAdapter;
   /** Caller `_meta` for the resource reads of RES-1; Codex's HOST-3 rule applies to it. */
   resourceReadMeta?: Record<string, unknown>;
+  /** Exploration (explore/sequences-hold-contract): false turns it off. */
+  explore?: false | { sequences?: number; seed?: number; timeSec?: number };
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
-const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta']);
+const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta', 'explore']);
 
 
 /** Loads --config FILE, or the default file when present. */
@@ -95,7 +97,41 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
     if (typeof raw.assumeOptIn !== 'boolean') throw new UsageError(`${where('assumeOptIn')} must be true or false`);
     config.assumeOptIn = raw.assumeOptIn;
   }
+  if (raw.explore !== undefined) config.explore = validateExplore(raw.explore, where('explore'));
   return config;
+}
+
+const EXPLORE_SHAPE = 'false or {"sequences": N, "seed": S, "timeSec": T} (each optional)';
+
+function validateExplore(raw: unknown, where: string): ConfigFile['explore'] {
+  if (raw === false) return false;
+  if (!isObject(raw)) throw new UsageError(`${where} must be ${EXPLORE_SHAPE}`);
+  for (const key of Object.keys(raw)) if (!['sequences', 'seed', 'timeSec'].includes(key)) throw new UsageError(`${where}: "${key}" is not known; ${where} must be ${EXPLORE_SHAPE}`);
+  const explore: NonNullable<Exclude<ConfigFile['explore'], false>> = {};
+  if (raw.sequences !== undefined) explore.sequences = exploreSequences(raw.sequences, `${where}.sequences`);
+  if (raw.seed !== undefined) explore.seed = exploreSeed(raw.seed, `${where}.seed`);
+  if (raw.timeSec !== undefined) explore.timeSec = timeoutSeconds(raw.timeSec, `${where}.timeSec`);
+  return explore;
+}
+
+/** How many sequences to explore: a whole number, 0 turning exploration off. */
+export function exploreSequences(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 1_000_000) throw new UsageError(`${where} must be a whole number from 0 to 1000000, not ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** A fast-check seed: a 32-bit integer. */
+export function exploreSeed(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) throw new UsageError(`${where} must be a 32-bit whole number, not ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** --replay <seed:path>, as the report prints it (fast-check's seed and shrink path). */
+export function parseReplay(text: string): { seed: number; path: string } {
+  // The path is fast-check's, then "@" and the record of which commands ran (fc.commands' replayPath).
+  const match = /^(-?\d+):(\d+(?::\d+)*(?:@[A-Za-z0-9+/]*:[A-Za-z0-9+/]*)?)$/.exec(text.trim());
+  if (!match) throw new UsageError(`--replay expects <seed:path> as a report prints it, e.g. 20261201:3:1:0@CA:AA, not "${text}"`);
+  return { seed: exploreSeed(Number(match[1]), '--replay seed'), path: match[2]! };
 }
 
 /** --env K=V, repeatable. */

@@ -5,6 +5,7 @@ import type { Transport } from '../harness/codex-wire.js';
 import { hostProgram, HostNotFound } from '../harness/host-mode/host-program.js';
 import { cleanupHostMode } from '../harness/host-mode/live.js';
 import { packageRoot } from '../harness/paths.js';
+import { POLICY_CHANGES } from '../harness/host-mode/drive.js';
 import { hostCheckDefs, hostChecks, runHostMode as runHostChecks, type HostRunReport } from '../suites/host.js';
 import { globMatcher, parseEnvPairs, UsageError } from './config.js';
 import { EXIT, EXIT_SIGNAL, exitCodeFor } from './exit-codes.js';
@@ -38,8 +39,9 @@ const USAGE = [
   '  exec        `<codex> exec --skip-git-repo-check <prompt>`: the model calls the recording tool twice in a row,',
   '              then the tool of a second recording server that did not opt in',
   '  app-server  `<codex> app-server` over JSON-RPC: initialize, thread/start, mcpServer/tool/call with caller _meta',
-  '              (unrelated keys, a caller threadId, stale sandbox entries, non-objects), mcpServer/resource/read with',
-  '              reserved keys, non-objects, null and ordinary _meta, then four turns that alternate the sandbox policy',
+  '              (unrelated keys, a caller threadId and progressToken, stale sandbox entries, non-objects; stale entries',
+  '              also to a server that did not opt in), mcpServer/resource/read with reserved keys, non-objects, null and',
+  '              ordinary _meta, then one turn per policy change (--policy-changes), alternating readOnly/workspaceWrite',
   '',
   'The host must read $CODEX_HOME/config.toml (model_providers, mcp_servers with command/args or url) and offer',
   'MCP tools to a Responses-API model as namespace mcp__<server>. A .js/.mjs/.cjs PATH runs with this node; the',
@@ -55,6 +57,7 @@ export async function runHostMode(argv: string[]): Promise<number> {
     .option('transport', { choices: ['stdio', 'http', 'both'] as const, default: 'both' as const, describe: 'How the host reaches the recording server', group: 'Host:' })
     .option('env', { type: 'string', describe: 'Extra environment for the host, NAME=VALUE (repeatable)', group: 'Host:' })
     .option('timeout', { type: 'number', default: 120, describe: 'Seconds one host run (an exec, or the app-server session) may take', group: 'Run:' })
+    .option('policy-changes', { type: 'number', default: POLICY_CHANGES, describe: 'Times the app-server session changes the sandbox policy between turns (Codex 0.171.0 misses some changes, at random)', group: 'Run:' })
     .option('think-ms', { type: 'number', default: 0, describe: 'Milliseconds the scripted model waits before each tool call (a real model takes seconds)', group: 'Run:' })
     .option('jobs', { alias: 'j', type: 'number', default: 2, describe: 'Host runs at once (two per transport)', group: 'Run:' })
     .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "host/resource-*"', group: 'Run:' })
@@ -99,6 +102,7 @@ export async function runHostMode(argv: string[]): Promise<number> {
     if (!(Number(value) > 0)) throw new UsageError(`--${flag} must be a positive number`);
   }
   if (!(args['think-ms'] >= 0)) throw new UsageError('--think-ms must be 0 or more');
+  if (!(Number.isInteger(args['policy-changes']) && args['policy-changes'] >= 1)) throw new UsageError('--policy-changes must be a whole number, 1 or more');
   const only = many(args.only).length ? globMatcher(many(args.only)) : () => true;
   const skip = many(args.skip).length ? globMatcher(many(args.skip)) : () => false;
   const select = (id: string) => only(id) && !skip(id);
@@ -130,7 +134,7 @@ export async function runHostMode(argv: string[]): Promise<number> {
 async function runHost(
   host: ReturnType<typeof hostProgram>,
   transports: Transport[],
-  args: { timeout: number; jobs: number; 'think-ms': number },
+  args: { timeout: number; jobs: number; 'think-ms': number; 'policy-changes': number },
   select: (id: string) => boolean,
   strict: boolean,
   env: string[],
@@ -141,6 +145,7 @@ async function runHost(
     timeoutMs: args.timeout * 1000,
     jobs: Math.floor(args.jobs),
     thinkMs: args['think-ms'],
+    policyChanges: args['policy-changes'],
     env: parseEnvPairs(env),
     select,
   });

@@ -7,6 +7,8 @@ import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, killAllLiveGroups, setMaxMessageBytes } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
+import { EXPLORE_DEFAULTS } from '../suites/explore.js';
+import type { ExploreOptions } from '../suites/model.js';
 import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
 import { parseReporters } from './reporters/index.js';
 import {
@@ -15,7 +17,10 @@ import {
   assertWritableFile,
   globMatcher,
   loadConfig,
-  MAX_TIMER_MS, parseEnvPairs, parseExecArgs, parseSessionFlag, timeoutSeconds,
+  exploreSeed,
+  exploreSequences,
+  MAX_TIMER_MS, parseEnvPairs, parseExecArgs, parseReplay, parseSessionFlag, timeoutSeconds,
+  type ConfigFile,
   UsageError,
 } from './config.js';
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
@@ -30,8 +35,24 @@ const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'u
 const VALUE_OPTIONS = [
   'exec-tool', 'exec-args', 'config', 'env', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session',
   'startup-timeout', 'call-timeout', 'scenario-timeout', 'run-timeout', 'max-message-mb', 'catalog-startups', 'jobs',
-  'only', 'skip', 'reporter', 'transcripts', 'baseline',
+  'only', 'skip', 'reporter', 'transcripts', 'baseline', 'explore', 'explore-seed', 'explore-time', 'replay',
 ];
+
+/** The exploration budget from --explore/--no-explore, --explore-seed, --explore-time, --replay and the config; undefined when off. */
+function exploreOptions(args: { explore?: unknown; 'explore-seed'?: unknown; 'explore-time'?: unknown; replay?: unknown }, config: ConfigFile): ExploreOptions | undefined {
+  for (const flag of ['explore', 'explore-seed', 'explore-time', 'replay'] as const) {
+    if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
+  }
+  const fromConfig = config.explore === false ? { sequences: 0 } : (config.explore ?? {});
+  // yargs reads --no-explore as explore: false.
+  const runs = args.explore === false ? 0 : args.explore !== undefined ? exploreSequences(args.explore, '--explore') : (fromConfig.sequences ?? EXPLORE_DEFAULTS.runs);
+  const seed = args['explore-seed'] !== undefined ? exploreSeed(args['explore-seed'], '--explore-seed') : (fromConfig.seed ?? EXPLORE_DEFAULTS.seed);
+  const timeSec = args['explore-time'] !== undefined ? timeoutSeconds(args['explore-time'], '--explore-time') : fromConfig.timeSec;
+  const replay = typeof args.replay === 'string' ? parseReplay(args.replay) : undefined;
+  if (replay && runs === 0) throw new UsageError('--replay needs exploration on: drop --no-explore / --explore 0');
+  if (runs === 0) return undefined;
+  return { runs, seed, ...(timeSec !== undefined ? { timeMs: Math.round(timeSec * 1000) } : {}), ...(replay ? { replay } : {}) };
+}
 
 /** Every file and directory the run will write must be writable: checked before any server starts. */
 function checkOutputPaths(reporters: string[], transcripts: string | string[] | undefined): void {
@@ -115,6 +136,14 @@ async function main(argv: string[]): Promise<number> {
     })
     .option('catalog-startups', { type: 'number', default: 3, describe: 'Overlapping startups for the tool-catalog checks (CAT-1, CAT-2)', group: 'Run:' })
     .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios run at once, each with its own server', group: 'Run:' })
+    .option('explore', {
+      type: 'number',
+      describe: `Random call sequences to explore, each on a fresh server (explore/sequences-hold-contract); 0 or --no-explore turns it off [default: ${EXPLORE_DEFAULTS.runs}]`,
+      group: 'Exploration:',
+    })
+    .option('explore-seed', { type: 'number', describe: `Seed of the sequence generator: the same seed gives the same sequences [default: ${EXPLORE_DEFAULTS.seed}]`, group: 'Exploration:' })
+    .option('explore-time', { type: 'number', describe: 'Stop starting sequences after this many seconds (the sequences not started are not run)', group: 'Exploration:' })
+    .option('replay', { type: 'string', describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it', group: 'Exploration:' })
     .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
     .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
     .option('strict', { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' })
@@ -237,6 +266,7 @@ async function main(argv: string[]): Promise<number> {
       callTimeoutMs: Math.round((args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000),
       strict: args.strict || args['fail-on'] === 'should',
       catalogStartups: args['catalog-startups'],
+      explore: exploreOptions(args, config),
     },
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,

@@ -60,10 +60,14 @@ export function createProgress(options: ProgressOptions = {}): Progress {
     onProgress: (event) => {
       if (event.kind === 'start') total = event.total;
       else if (event.kind === 'scenario-start') running.push(label(event.scenario, event.transport));
-      else {
+      else if (event.kind === 'scenario-note') {
+        // A long scenario says how far it got (exploration: sequences run): shown beside its name.
+        const at = running.findIndex((r) => r === label(event.scenario, event.transport) || r.startsWith(`${label(event.scenario, event.transport)} [`));
+        if (at >= 0) running[at] = `${label(event.scenario, event.transport)} [${event.note}]`;
+      } else {
         done = event.done;
         total = event.total;
-        const at = running.indexOf(label(event.scenario, event.transport));
+        const at = running.findIndex((r) => r === label(event.scenario, event.transport) || r.startsWith(`${label(event.scenario, event.transport)} [`));
         if (at >= 0) running.splice(at, 1);
       }
       draw();

@@ -238,6 +238,7 @@ interface SanitizableResult {
   expected?: unknown;
   actual?: unknown;
   diff?: string[];
+  counterexample?: unknown;
   transcript: TranscriptEntry[];
 }
 interface SanitizableRun<R extends SanitizableResult> {
@@ -284,6 +285,7 @@ export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRu
       ...(r.expected !== undefined ? { expected: deep(r.expected) } : {}),
       ...(r.actual !== undefined ? { actual: deep(r.actual) } : {}),
       ...(r.diff !== undefined ? { diff: r.diff.map(text) } : {}),
+      ...(r.counterexample !== undefined ? { counterexample: deep(r.counterexample) } : {}),
       transcript,
     };
   });

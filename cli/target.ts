@@ -47,7 +47,7 @@ function assertFile(file: string, given: string, executable: boolean): void {
   }
 }
 
-/** The suite only ever talks to loopback: a non-loopback URL is a usage error. */
+/** The suite only ever talks to loopback: a non-loopback URL is a usage error. Credentials (`user:pw@`) become an Authorization header (harness/http-target.ts). */
 export function assertLoopbackUrl(text: string): void {
   let url: URL;
   try {
@@ -56,14 +56,6 @@ export function assertLoopbackUrl(text: string): void {
     throw new UsageError(`--url is not a URL: ${text}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http(s): ${text}`);
-  if (url.username !== '' || url.password !== '') {
-    // Never repeat the password: the line names the URL without its credentials.
-    url.username = '';
-    url.password = '';
-    throw new UsageError(
-      `--url must not carry credentials (user:password@): the suite sends no Authorization header; give a URL without them, e.g. ${url.href}`,
-    );
-  }
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
     throw new UsageError(`--url must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
   }

@@ -21,7 +21,8 @@ function serdeKind(value: unknown): string {
 
 /**
  * Validates caller `_meta` for a resource read on `server`. Returns the `_meta` Codex would
- * forward (the caller's, verbatim, plus a progress token), or the JSON-RPC error it answers.
+ * forward (the caller's, verbatim, plus a progress token; a caller `progressToken` keeps its
+ * position and gets Codex's value, as the spread below does), or the JSON-RPC error it answers.
  */
 export function checkResourceReadMeta(meta: unknown, server: string, progressToken: number): MetaCheck {
   if (meta === undefined || meta === null) return { ok: true, forwarded: { progressToken } };

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isObject } from './json.js';
 
 /**
  * What Codex CLI 0.171.0 puts on the wire, reproduced key for key (and in the same key order)
@@ -15,10 +17,20 @@ export const SANDBOX_META_KEYS = [STATE_KEY, STATE_KEY_DEPRECATED, LAUNCHER_KEY]
 
 export type Transport = 'stdio' | 'http';
 
-/** Codex's initialize params: over HTTP it advertises no `experimental` at all. */
-export function initializeParams(transport: Transport): Record<string, unknown> {
+/**
+ * Why a connection is opened. Codex opens `model` connections to call tools, and short-lived
+ * `inventory` ones (app-server `mcpServerStatus/list`) that only list tools, resources and
+ * resource templates; a server sees both from one Codex.
+ */
+export type ConnectionPurpose = 'model' | 'inventory';
+
+/**
+ * Codex's initialize params. `experimental` (`codex/auth-change`) is only advertised on a model
+ * connection over stdio: never over HTTP, never on an inventory connection.
+ */
+export function initializeParams(transport: Transport, purpose: ConnectionPurpose = 'model'): Record<string, unknown> {
   const capabilities: Record<string, unknown> =
-    transport === 'stdio'
+    transport === 'stdio' && purpose === 'model'
       ? { experimental: { 'codex/auth-change': {} }, elicitation: { form: {}, url: {} } }
       : { elicitation: { form: {}, url: {} } };
   return {
@@ -27,6 +39,9 @@ export function initializeParams(transport: Transport): Record<string, unknown> 
     clientInfo: { name: 'codex-mcp-client', title: 'Codex', version: CODEX_VERSION },
   };
 }
+
+/** What an inventory connection lists after tools/list; Codex sends the two at once, in no fixed order. */
+export const INVENTORY_LISTS = ['resources/list', 'resources/templates/list'] as const;
 
 /** A UUIDv7-shaped id, like Codex's thread and turn ids. */
 function uuidV7(): string {
@@ -47,8 +62,12 @@ export function newThread(sandboxMode = 'workspace-write'): CodexThread {
   return { threadId: uuidV7(), turnId: uuidV7(), turnStartedAt: Date.now(), sandboxMode };
 }
 
-/** The host-owned `_meta` entries Codex puts on every model-initiated tools/call, in its order. */
-export function hostOwnedMeta(thread: CodexThread, call: number): Record<string, unknown> {
+/**
+ * The host-owned `_meta` entries Codex puts on every model-initiated tools/call, in its order.
+ * The turn metadata names the sandbox mode of `sandboxMode` (that of the state the call carries)
+ * or else the thread's.
+ */
+export function hostOwnedMeta(thread: CodexThread, call: number, sandboxMode = thread.sandboxMode): Record<string, unknown> {
   return {
     callId: `call_${call}`,
     'x-codex-turn-metadata': {
@@ -59,8 +78,8 @@ export function hostOwnedMeta(thread: CodexThread, call: number): Record<string,
       turn_started_at_unix_ms: thread.turnStartedAt,
       thread_source: 'user',
       turn_trigger: 'exec',
-      sandbox: thread.sandboxMode === 'danger-full-access' ? 'none' : 'seccomp',
-      sandbox_mode: thread.sandboxMode,
+      sandbox: sandboxMode === 'danger-full-access' ? 'none' : 'seccomp',
+      sandbox_mode: sandboxMode,
       auto_review_enabled: false,
       node_repl_auto_review_required: false,
       node_repl_disabled: false,
@@ -103,12 +122,21 @@ export function toolCallMeta(
   sandbox: SandboxEntries,
   progressToken: number,
 ): Record<string, unknown> {
-  const meta = hostOwnedMeta(thread, call);
+  const meta = hostOwnedMeta(thread, call, sandboxModeOfState(sandbox.state));
   if (sandbox.state !== undefined) meta[STATE_KEY] = sandbox.state;
   if (sandbox.stateDeprecated !== undefined) meta[STATE_KEY_DEPRECATED] = sandbox.stateDeprecated;
   if (sandbox.launcher !== undefined) meta[LAUNCHER_KEY] = sandbox.launcher;
   meta.progressToken = progressToken;
   return meta;
+}
+
+/**
+ * `_meta` of a resources/read as Codex forwards it: the caller's entries verbatim and in order,
+ * then Codex's progressToken; a caller `progressToken` is overwritten where it stands (assigning
+ * an existing key keeps its place). Always present, even without caller entries.
+ */
+export function resourceReadMeta(callerMeta: Record<string, unknown> | undefined, progressToken: number): Record<string, unknown> {
+  return { ...callerMeta, progressToken };
 }
 
 /** Unknown fields the suite plants at several depths; a faithful forwarder keeps every one. */
@@ -135,33 +163,78 @@ export const FIDELITY_CANARY = {
 };
 
 /**
- * A workspace-write state that the real `codex sandbox` accepts (CONTRACT.md §5), pointed at the
- * scenario's workspace, plus canary fields. `codexLinuxSandboxExe` is null: a stale helper path
- * would break the real sandbox.
+ * The sandbox modes Codex's config offers (`sandbox_mode`), plus workspace-write with
+ * `[sandbox_workspace_write] network_access = true`: one state shape each.
  */
-export function defaultState(workspaceDir: string): Record<string, unknown> {
-  return {
-    permissionProfile: {
-      type: 'managed',
-      file_system: {
-        type: 'restricted',
-        entries: [
-          { path: { type: 'special', value: { kind: 'root' } }, access: 'read' },
-          {
-            path: { type: 'special', value: { kind: 'current_working_directory' } },
-            access: 'write',
-            [CANARY.inEntry]: { since: 'future-codex', flags: [true, null] },
-          },
-        ],
-      },
-      network: 'restricted',
-      [CANARY.inProfile]: 'kept-as-is',
-    },
+export const STATE_PROFILES = ['read-only', 'workspace-write', 'workspace-write-network', 'danger-full-access'] as const;
+export type StateProfile = (typeof STATE_PROFILES)[number];
+
+/** The `sandbox_mode` of a profile, as x-codex-turn-metadata names it. */
+export const sandboxModeOf = (profile: StateProfile): string => (profile === 'workspace-write-network' ? 'workspace-write' : profile);
+
+/** Workspace subdirectories Codex 0.171.0 keeps read-only under workspace-write, in its order. */
+export const PROTECTED_WORKSPACE_NAMES = ['.git', '.agents', '.codex', '.aws'] as const;
+
+export interface StateOptions {
+  /**
+   * `codexLinuxSandboxExe`. Codex sends its own executable's path when CODEX_HOME is under a temp
+   * dir (else a helper under `$CODEX_HOME/tmp/arg0/` that lives as long as that Codex). The real
+   * `codex sandbox` runs it as its Linux helper, so it must be a real Codex binary when one
+   * enforces the state: a stale path, or our fake launcher, breaks the sandbox.
+   */
+  linuxSandboxExe: string;
+  /** Plant the canary fields (default true); false gives exactly what Codex sends. */
+  canaries?: boolean;
+}
+
+const special = (kind: string) => ({ type: 'special', value: { kind } });
+const atPath = (path: string) => ({ type: 'path', path });
+
+/**
+ * The state Codex 0.171.0 sends for `profile` on `workspaceDir`, field for field and in its order
+ * (shared/reference/codex-wire.json, test/differential.test.ts), with the canary fields added on
+ * top unless `canaries: false`: at the end of the top level, of permissionProfile, and of the
+ * workspace's write entry (the root read entry for read-only).
+ */
+export function codexState(profile: StateProfile, workspaceDir: string, options: StateOptions): Record<string, unknown> {
+  let permissionProfile: Record<string, unknown> = { type: 'disabled' };
+  if (profile !== 'danger-full-access') {
+    const entries: Record<string, unknown>[] = [{ path: special('root'), access: 'read' }];
+    if (profile !== 'read-only') {
+      entries.push(
+        { path: atPath(workspaceDir), access: 'write' },
+        { path: special('slash_tmp'), access: 'write' },
+        { path: special('tmpdir'), access: 'write' },
+        ...PROTECTED_WORKSPACE_NAMES.map((name) => ({ path: atPath(join(workspaceDir, name)), access: 'read', missing_path_behavior: 'skip' })),
+      );
+    }
+    permissionProfile = { type: 'managed', file_system: { type: 'restricted', entries }, network: profile === 'workspace-write-network' ? 'enabled' : 'restricted' };
+  }
+  const state: Record<string, unknown> = {
+    permissionProfile,
+    codexLinuxSandboxExe: options.linuxSandboxExe,
     sandboxCwd: pathToFileURL(workspaceDir).href,
-    codexLinuxSandboxExe: null,
     useLegacyLandlock: false,
     useMxc: false,
-    [CANARY.topLevel]: { note: 'unknown to every server', list: [{ depth: 3, items: [1, 'two', {}] }, []] },
-    [CANARY.fidelity]: FIDELITY_CANARY,
   };
+  if (options.canaries === false) return state;
+  const entries = (permissionProfile.file_system as { entries?: Record<string, unknown>[] } | undefined)?.entries;
+  const entry = entries?.[1] ?? entries?.[0];
+  if (entry) entry[CANARY.inEntry] = { since: 'future-codex', flags: [true, null] };
+  permissionProfile[CANARY.inProfile] = 'kept-as-is';
+  state[CANARY.topLevel] = { note: 'unknown to every server', list: [{ depth: 3, items: [1, 'two', {}] }, []] };
+  state[CANARY.fidelity] = FIDELITY_CANARY;
+  return state;
+}
+
+/**
+ * The sandbox mode a state stands for, when it has the shape of one of Codex's (undefined for
+ * anything else: the suite also sends malformed states on purpose).
+ */
+export function sandboxModeOfState(state: unknown): string | undefined {
+  const profile = isObject(state) && isObject(state.permissionProfile) ? state.permissionProfile : undefined;
+  if (profile?.type === 'disabled') return 'danger-full-access';
+  const entries = profile?.type === 'managed' && isObject(profile.file_system) ? profile.file_system.entries : undefined;
+  if (!Array.isArray(entries)) return undefined;
+  return entries.some((e) => isObject(e) && e.access === 'write') ? 'workspace-write' : 'read-only';
 }

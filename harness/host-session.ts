@@ -1,10 +1,13 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import {
+  INVENTORY_LISTS,
   initializeParams,
   newThread,
+  resourceReadMeta,
   toolCallMeta,
   type CodexThread,
+  type ConnectionPurpose,
   type SandboxEntries,
   type Transport as TransportKind,
 } from './codex-wire.js';
@@ -26,6 +29,8 @@ export interface Handshake {
   /** Every tool of every `tools/list` page, raw. */
   tools: Record<string, unknown>[];
   startupMs: number;
+  /** On an inventory connection: what each of INVENTORY_LISTS got, raw (judged by the catalog checks, not here). */
+  inventory?: Partial<Record<(typeof INVENTORY_LISTS)[number], RawOutcome>>;
 }
 
 export class TargetStartError extends Error {
@@ -103,6 +108,7 @@ export class HostSession {
     readonly transcript: Transcript,
     readonly kind: TransportKind,
     private readonly describeExit: () => string = () => 'connection closed',
+    readonly purpose: ConnectionPurpose = 'model',
   ) {
     transport.onmessage = (message) => this.onMessage(message);
     transport.onclose = () => this.failAll(this.failure ?? this.describeExit());
@@ -231,7 +237,17 @@ export class HostSession {
     await this.transport.send(message as JSONRPCMessage).catch(() => undefined);
   }
 
-  /** Codex's startup: initialize, notifications/initialized, tools/list (all pages). */
+  /** A list request as Codex sends it: `_meta` with the next progress token, then the cursor if any. */
+  list(method: string, cursor: unknown, timeoutMs: number): Promise<RawOutcome> {
+    const params: Record<string, unknown> = { _meta: { progressToken: this.nextProgressToken++ } };
+    if (cursor !== undefined) params.cursor = cursor;
+    return this.request(method, params, timeoutMs);
+  }
+
+  /**
+   * Codex's startup: initialize, notifications/initialized, tools/list (all pages); on an
+   * inventory connection then resources/list and resources/templates/list at once.
+   */
   async handshake(timeoutMs: number): Promise<Handshake> {
     const started = Date.now();
     const deadline = started + timeoutMs;
@@ -246,7 +262,7 @@ export class HostSession {
   }
 
   private async runHandshake(started: number, left: () => number, describe: (outcome: RawOutcome) => string): Promise<Handshake> {
-    const init = await this.request('initialize', initializeParams(this.kind), left());
+    const init = await this.request('initialize', initializeParams(this.kind, this.purpose), left());
     if (init.kind !== 'result' || !isObject(init.result)) {
       throw new TargetStartError(`initialize failed: ${init.kind === 'result' ? `the result is not an object: ${excerpt(init.result)}` : describe(init)}`, this.transcript.stderrTail());
     }
@@ -254,9 +270,7 @@ export class HostSession {
     const tools: Record<string, unknown>[] = [];
     let cursor: unknown;
     for (let page = 0; page < 100; page++) {
-      const params: Record<string, unknown> = { _meta: { progressToken: this.nextProgressToken++ } };
-      if (cursor !== undefined) params.cursor = cursor;
-      const list = await this.request('tools/list', params, left());
+      const list = await this.list('tools/list', cursor, left());
       if (list.kind !== 'result' || !isObject(list.result)) {
         throw new TargetStartError(`tools/list failed: ${describe(list)}`, this.transcript.stderrTail());
       }
@@ -265,7 +279,12 @@ export class HostSession {
       cursor = list.result.nextCursor;
       if (cursor === undefined || cursor === null) break;
     }
-    return { initializeResponse: init.message, initializeResult: init.result, tools, startupMs: Date.now() - started };
+    const handshake: Handshake = { initializeResponse: init.message, initializeResult: init.result, tools, startupMs: Date.now() - started };
+    if (this.purpose === 'inventory') {
+      const outcomes = await Promise.all(INVENTORY_LISTS.map((method) => this.list(method, undefined, left())));
+      handshake.inventory = Object.fromEntries(INVENTORY_LISTS.map((method, i) => [method, outcomes[i]]));
+    }
+    return handshake;
   }
 
   /** A model-initiated tools/call with Codex's `_meta`. */
@@ -274,11 +293,9 @@ export class HostSession {
     return this.request('tools/call', { _meta: meta, name, arguments: args }, timeoutMs);
   }
 
-  /** resources/read as Codex forwards it: caller `_meta` (already validated) gets a progress token. */
+  /** resources/read as Codex forwards it: `_meta` first, always (caller entries, already validated, plus the progress token), then `uri`. */
   readResource(uri: string, callerMeta: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
-    const params: Record<string, unknown> = { uri };
-    if (callerMeta !== undefined) params._meta = { ...callerMeta, progressToken: this.nextProgressToken++ };
-    return this.request('resources/read', params, timeoutMs);
+    return this.request('resources/read', { _meta: resourceReadMeta(callerMeta, this.nextProgressToken++), uri }, timeoutMs);
   }
 
   close(): Promise<void> {

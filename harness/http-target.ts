@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect as tcpConnect } from 'node:net';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { assertNotAborted, currentScope, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isObject } from './json.js';
+import { assertNotAborted, containedLaunch, currentScope, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
 import type { Transcript } from './transcript.js';
 
 /** A free loopback port, from the kernel. */
@@ -49,7 +52,9 @@ export async function startHttpCommand(
   const port = await freePort();
   const command = template.replaceAll('{port}', String(port));
   transcript.note(`starting: ${command}`);
-  const child = spawn('/bin/sh', ['-c', command], { env: markedEnvironment(env), cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const marked = markedEnvironment(env);
+  const launch = containedLaunch('/bin/sh', ['-c', command], marked, cwd);
+  const child = spawn(launch.command, launch.args, { env: marked, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (child.pid !== undefined) trackGroup(child.pid);
   // Its output goes to the transcript, up to 1 MB (a chatty server must not fill the memory).
   let kept = 0;
@@ -61,7 +66,10 @@ export async function startHttpCommand(
   child.stdout?.setEncoding('utf8').on('data', record);
   child.stderr?.setEncoding('utf8').on('data', record);
   let exited: string | undefined;
-  child.once('exit', (code, signal) => (exited = signal ? `signal ${signal}` : `code ${code}`));
+  child.once('exit', (...status) => {
+    const { code, signal } = launch.exit(...status);
+    exited = signal ? `signal ${signal}` : `code ${code}`;
+  });
   child.once('error', (error) => (exited = error.message));
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -99,7 +107,94 @@ export async function startHttpCommand(
   return { url: `http://127.0.0.1:${port}${path}`, child, stop };
 }
 
-/** The SDK's Streamable HTTP client transport; the host session on top stays ours. */
-export function httpTransport(url: string): StreamableHTTPClientTransport {
-  return new StreamableHTTPClientTransport(new URL(url));
+/**
+ * Headers Codex 0.171.0 sends on every Streamable HTTP request, GET included (captured from
+ * `codex exec` against a loopback server; shared/CONTRACT.md §2). Its `accept-encoding: zstd,gzip`
+ * is left out: Node 20's fetch cannot decode zstd.
+ */
+export const CODEX_HTTP_HEADERS: Readonly<Record<string, string>> = {
+  'user-agent': 'codex-mcp-client/0.171.0',
+  accept: 'text/event-stream, application/json',
+};
+
+/** A URL's userinfo as an `Authorization: Basic` header, and the URL without it (fetch refuses URLs with credentials). */
+export function splitCredentials(text: string): { url: URL; authorization?: string } {
+  const url = new URL(text);
+  if (url.username === '' && url.password === '') return { url };
+  const basic = Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64');
+  url.username = '';
+  url.password = '';
+  return { url, authorization: `Basic ${basic}` };
+}
+
+/**
+ * The SDK's Streamable HTTP client transport, made to speak as Codex 0.171.0 does (the host
+ * session on top stays ours). The SDK alone differs in three ways: its own `Accept` order and no
+ * User-Agent of Codex's (fixed in the fetch it is given), `MCP-Protocol-Version` only once told
+ * the version (told here as soon as the initialize answer arrives, so `notifications/initialized`
+ * carries it too), and its GET stream opened right after `notifications/initialized` (held here
+ * until the first `tools/list` is answered, as Codex opens it).
+ */
+export class CodexHttpTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  /** The URL requests go to, without credentials (safe to show). */
+  readonly url: string;
+
+  private readonly sdk: StreamableHTTPClientTransport;
+  private readonly headers: Record<string, string>;
+  private initializeId?: unknown;
+  private toolsListId?: unknown;
+  private openStream!: () => void;
+  /** Settled once tools/list is answered; never, when the connection ends first (the GET is then never sent). */
+  private readonly listed = new Promise<void>((resolve) => (this.openStream = resolve));
+
+  constructor(url: string) {
+    const parts = splitCredentials(url);
+    this.url = parts.url.href;
+    this.headers = { ...CODEX_HTTP_HEADERS, ...(parts.authorization ? { authorization: parts.authorization } : {}) };
+    this.sdk = new StreamableHTTPClientTransport(parts.url, { fetch: (input, init) => this.fetch(input, init) });
+    this.sdk.onmessage = (message) => {
+      this.observe(message);
+      this.onmessage?.(message);
+    };
+    this.sdk.onclose = () => this.onclose?.();
+    this.sdk.onerror = (error) => this.onerror?.(error);
+  }
+
+  private async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    const headers = new Headers(init?.headers);
+    for (const [name, value] of Object.entries(this.headers)) headers.set(name, value);
+    if (init?.method === 'GET') await this.listed;
+    return fetch(input, { ...init, headers });
+  }
+
+  private observe(message: JSONRPCMessage): void {
+    const raw: unknown = message;
+    if (!isObject(raw) || raw.id === undefined) return;
+    if (raw.id === this.initializeId && isObject(raw.result) && typeof raw.result.protocolVersion === 'string') this.sdk.setProtocolVersion(raw.result.protocolVersion);
+    if (raw.id === this.toolsListId) this.openStream();
+  }
+
+  start(): Promise<void> {
+    return this.sdk.start();
+  }
+
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const raw: unknown = message;
+    if (isObject(raw) && raw.id !== undefined) {
+      if (raw.method === 'initialize') this.initializeId ??= raw.id;
+      if (raw.method === 'tools/list') this.toolsListId ??= raw.id;
+    }
+    return this.sdk.send(message, options);
+  }
+
+  close(): Promise<void> {
+    return this.sdk.close();
+  }
+
+  terminateSession(): Promise<void> {
+    return this.sdk.terminateSession();
+  }
 }

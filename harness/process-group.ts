@@ -1,7 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs';
+import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 
 /**
  * How the harness makes sure nothing it started outlives a run.
@@ -14,8 +16,11 @@ import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs'
  * 3. Every process the run starts carries `MCP_SANDBOX_CONFORMANCE_RUN=<run marker>` in its
  *    environment, which its descendants inherit. At the end of the run (and on SIGHUP/SIGINT/SIGTERM) a
  *    sweep of /proc/<pid>/environ kills whatever still carries the marker: that catches daemons
- *    that double-forked away from their parent. Known limit: a descendant that execs with a
+ *    that double-forked away from their parent. Its limit: a descendant that execs with a
  *    scrubbed environment (`env -i`) after leaving the session is not found.
+ * 4. Where the kernel allows it (Linux, CAP_SYS_ADMIN), every server starts in a PID namespace of
+ *    its own (see containment()): when the server ends, the kernel kills everything in it, the
+ *    `setsid env -i` daemon included. Elsewhere 1-3 are all there is.
  */
 
 export const RUN_MARKER_ENV = 'MCP_SANDBOX_CONFORMANCE_RUN';
@@ -364,4 +369,98 @@ export async function killProcessGroup(child: ChildProcess, graceMs = 1000): Pro
     await wait(Date.now() + 1000);
   }
   liveGroups.delete(pgid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel containment
+// ---------------------------------------------------------------------------------------------
+
+export interface Containment {
+  /** `pid-namespace`: each server in a PID namespace of its own; `sweep`: process groups, /proc descendants and the marker sweep only. */
+  mechanism: 'pid-namespace' | 'sweep';
+  detail: string;
+}
+
+/** `sweep` forces the fallback (for tests, or a host where namespaces misbehave). */
+export const CONTAINMENT_ENV = 'MCP_SANDBOX_CONFORMANCE_CONTAINMENT';
+
+// --mount-proc: a /proc of the namespace's own, for whatever in it reads /proc by the PIDs it sees
+// (bubblewrap, the real Codex sandbox, opens /proc/<its child>/ns/*). About 2 ms a spawn in all.
+const UNSHARE_ARGS = ['--pid', '--fork', '--kill-child', '--mount-proc', '--'];
+/**
+ * PID 1 of a namespace ignores every signal it has no handler for, and a node server's SIGTERM
+ * default re-raises it with the default action: as PID 1 it would outlive SIGTERM and cost every
+ * close the whole grace. So a shell is PID 1 and only waits: the server runs as PID 2 with
+ * ordinary signals (the group's SIGTERM reaches it directly), stdin and stdout are inherited,
+ * and when it ends the shell exits, which ends the namespace. `exit $?` keeps the shell from
+ * exec'ing the server in its place.
+ */
+const NAMESPACE_INIT = '"$@"; exit $?';
+
+/** An executable `name` (a path, or a bare name searched on `path`), absolute; undefined when there is none. */
+function findExecutable(name: string, path: string | undefined, cwd: string): string | undefined {
+  const candidates = name.includes('/') ? [resolvePath(cwd, name)] : (path ?? '').split(delimiter).filter(isAbsolute).map((dir) => join(dir, name));
+  for (const file of candidates) {
+    try {
+      if (statSync(file).isFile()) {
+        accessSync(file, fsConstants.X_OK);
+        return file;
+      }
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+let probed: (Containment & { unshare?: string }) | undefined;
+
+/** The containment in force for this process's runs; probed once (one `unshare` start, about 5 ms). */
+export function containment(): Containment {
+  probed ??= probeContainment();
+  return { mechanism: probed.mechanism, detail: probed.detail };
+}
+
+function probeContainment(): Containment & { unshare?: string } {
+  const fallback = (why: string): Containment => ({ mechanism: 'sweep', detail: `${why}; only process groups and the run-marker sweep, which miss a daemon that leaves its session and scrubs its environment` });
+  if (process.env[CONTAINMENT_ENV] === 'sweep') return fallback(`${CONTAINMENT_ENV}=sweep`);
+  if (process.platform !== 'linux') return fallback(`no PID namespaces on ${process.platform}`);
+  const unshare = findExecutable('unshare', process.env.PATH, process.cwd());
+  if (!unshare) return fallback('unshare (util-linux) not found on PATH');
+  const probe = spawnSync(unshare, [...UNSHARE_ARGS, '/bin/sh', '-c', 'exit 0'], { stdio: 'ignore', timeout: 5000 });
+  if (probe.error || probe.status !== 0) return fallback(`unshare --pid failed (${probe.error?.message ?? `exit ${probe.status ?? probe.signal}`}; it needs root or CAP_SYS_ADMIN)`);
+  return { mechanism: 'pid-namespace', detail: 'each server in a PID namespace of its own (unshare --pid), so the kernel ends whatever a server started when the server ends', unshare };
+}
+
+/** Signal numbers to names; the first name of an alias pair (SIGABRT, not SIGIOT), as Node reports them. */
+const signalNames = new Map<number, NodeJS.Signals>();
+for (const [name, number] of Object.entries(osConstants.signals)) if (!signalNames.has(number)) signalNames.set(number, name as NodeJS.Signals);
+
+export interface ContainedLaunch {
+  command: string;
+  args: string[];
+  /** The server's own exit, from the exit of the process spawned. */
+  exit(code: number | null, signal: NodeJS.Signals | null): { code: number | null; signal: NodeJS.Signals | null };
+}
+
+/**
+ * How to spawn `command args` under the run's containment. In a namespace the server's death by
+ * signal N reaches us as the shell's exit code 128+N, read back as that signal (a server that
+ * exits with such a code itself is then reported as killed by it). A command that cannot be found
+ * or executed is spawned as it is, so that Node reports it as always: nothing runs to contain.
+ */
+export function containedLaunch(command: string, args: string[], env: NodeJS.ProcessEnv, cwd: string | undefined): ContainedLaunch {
+  const plain: ContainedLaunch = { command, args, exit: (code, signal) => ({ code, signal }) };
+  containment();
+  if (!probed?.unshare) return plain;
+  const file = findExecutable(command, env.PATH, cwd ?? process.cwd());
+  if (!file) return plain;
+  return {
+    command: probed.unshare,
+    args: [...UNSHARE_ARGS, '/bin/sh', '-c', NAMESPACE_INIT, 'sh', file, ...args],
+    exit: (code, signal) => {
+      const killedBy = code !== null && code > 128 ? signalNames.get(code - 128) : undefined;
+      return killedBy ? { code: null, signal: killedBy } : { code, signal };
+    },
+  };
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ConnectionFailure } from './host-session.js';
-import { assertNotAborted, killEverythingNow, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
+import { assertNotAborted, containedLaunch, killEverythingNow, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
 import type { Transcript } from './transcript.js';
 
 export interface StdioTargetSpec {
@@ -85,8 +85,10 @@ export class ProcessGroupStdioTransport implements Transport {
         reject(error);
         return;
       }
-      const child = spawn(this.spec.command, this.spec.args, {
-        env: markedEnvironment(this.spec.env),
+      const env = markedEnvironment(this.spec.env);
+      const launch = containedLaunch(this.spec.command, this.spec.args, env, this.spec.cwd);
+      const child = spawn(launch.command, launch.args, {
+        env,
         cwd: this.spec.cwd,
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: true,
@@ -101,7 +103,7 @@ export class ProcessGroupStdioTransport implements Transport {
         resolve();
       });
       child.once('exit', (code, signal) => {
-        this.exitInfo = { code, signal };
+        this.exitInfo = launch.exit(code, signal);
         // A child the server left behind may hold stdout open: the server is gone all the same,
         // once what it wrote before exiting has been read (stdout quiet for a moment).
         const check = () => {

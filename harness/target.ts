@@ -1,7 +1,7 @@
 import { delimiter } from 'node:path';
-import type { Transport as TransportKind } from './codex-wire.js';
+import type { ConnectionPurpose, Transport as TransportKind } from './codex-wire.js';
 import { HostSession, TargetStartError, type Handshake } from './host-session.js';
-import { httpTransport, startHttpCommand, type StartedHttpServer } from './http-target.js';
+import { CodexHttpTransport, startHttpCommand, type StartedHttpServer } from './http-target.js';
 import { ProcessGroupStdioTransport, type StdioTargetSpec } from './stdio-transport.js';
 import { RecordingTransport, Transcript } from './transcript.js';
 
@@ -17,12 +17,11 @@ export interface StdioTarget {
 
 /** A Streamable HTTP server: one already running (`url`), or a command the suite starts per scenario. */
 export type HttpTarget =
+  /** `url` may carry `user:password@`: sent as `Authorization: Basic` on every request, never in the URL. */
   | { kind: 'http-url'; url: string }
   | { kind: 'http-command'; command: string; path: string; env: Record<string, string>; cwd?: string };
 
 export type Target = StdioTarget | HttpTarget;
-
-export const transportOf = (target: Target): TransportKind => (target.kind === 'stdio' ? 'stdio' : 'http');
 
 export interface Connection {
   session: HostSession;
@@ -42,8 +41,8 @@ export function serverEnvironment(extra: Record<string, string>, pathTrapDir: st
 }
 
 /** Starts the target and performs Codex's startup; throws TargetStartError with the cause. */
-export async function connect(target: Target, pathTrapDir: string, startupTimeoutMs: number): Promise<Connection> {
-  return target.kind === 'stdio' ? connectStdio(target, pathTrapDir, startupTimeoutMs) : connectHttp(target, pathTrapDir, startupTimeoutMs);
+export async function connect(target: Target, pathTrapDir: string, startupTimeoutMs: number, purpose: ConnectionPurpose = 'model'): Promise<Connection> {
+  return target.kind === 'stdio' ? connectStdio(target, pathTrapDir, startupTimeoutMs, purpose) : connectHttp(target, pathTrapDir, startupTimeoutMs, purpose);
 }
 
 async function handshakeOrThrow(session: HostSession, transcript: Transcript, startupTimeoutMs: number, cleanup: () => Promise<void>) {
@@ -56,7 +55,7 @@ async function handshakeOrThrow(session: HostSession, transcript: Transcript, st
   }
 }
 
-async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTimeoutMs: number): Promise<Connection> {
+async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTimeoutMs: number, purpose: ConnectionPurpose): Promise<Connection> {
   const transcript = new Transcript();
   const spec: StdioTargetSpec = { command: target.command, args: target.args, env: serverEnvironment(target.env, pathTrapDir), cwd: target.cwd };
   const stdio = new ProcessGroupStdioTransport(spec, transcript);
@@ -64,7 +63,7 @@ async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTim
     const exit = stdio.exitInfo;
     return exit ? `server exited (${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`})` : 'server closed its stdout';
   };
-  const session = new HostSession(new RecordingTransport(stdio, transcript), transcript, 'stdio', describeExit);
+  const session = new HostSession(new RecordingTransport(stdio, transcript), transcript, 'stdio', describeExit, purpose);
   try {
     await session.start();
   } catch (error) {
@@ -74,7 +73,7 @@ async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTim
   return { session, handshake, transcript, transport: 'stdio', pathTrapped: true, close: () => session.close() };
 }
 
-async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeoutMs: number): Promise<Connection> {
+async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeoutMs: number, purpose: ConnectionPurpose): Promise<Connection> {
   const transcript = new Transcript();
   const started = Date.now();
   let server: StartedHttpServer | undefined;
@@ -85,9 +84,8 @@ async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeo
       throw new TargetStartError((error as Error).message, transcript.stderrTail());
     }
   }
-  const url = server?.url ?? (target as { url: string }).url;
-  const http = httpTransport(url);
-  const session = new HostSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${url} closed`);
+  const http = new CodexHttpTransport(server?.url ?? (target as { url: string }).url);
+  const session = new HostSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${http.url} closed`, purpose);
   const close = async () => {
     await http.terminateSession().catch(() => undefined);
     await session.close();
@@ -95,7 +93,5 @@ async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeo
   };
   await session.start();
   const handshake = await handshakeOrThrow(session, transcript, Math.max(1, startupTimeoutMs - (Date.now() - started)), close);
-  const version = handshake.initializeResult.protocolVersion;
-  if (typeof version === 'string') http.setProtocolVersion(version);
   return { session, handshake, transcript, transport: 'http', pathTrapped: Boolean(server), close };
 }

@@ -32,14 +32,6 @@ export class Transcript {
     this.entries.push({ t: this.now(), dir: 'note', text });
   }
 
-  /** The raw result of the first response to a request with this id, as the server sent it. */
-  responseTo(id: number | string): unknown {
-    const hit = this.entries.find(
-      (e) => e.dir === 'server->host' && (e.message as { id?: unknown } | null)?.id === id,
-    );
-    return hit && 'message' in hit ? hit.message : undefined;
-  }
-
   stderrTail(lines = 20): string {
     const text = this.entries
       .filter((e): e is Extract<TranscriptEntry, { dir: 'server-stderr' }> => e.dir === 'server-stderr')

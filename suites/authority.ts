@@ -1,8 +1,7 @@
-import { CANARY, type SandboxEntries } from '../harness/codex-wire.js';
+import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../harness/codex-wire.js';
 import { readSessionId, renderArguments } from '../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../harness/host-session.js';
 import { shellQuote, type Observations } from '../harness/observers.js';
-import { pathToFileURL } from 'node:url';
 import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from './judge.js';
 import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { isObject } from '../harness/json.js';
@@ -102,9 +101,13 @@ export const concurrentCalls: CheckDef = {
   needs: ['exec', 'opt-in'],
 };
 
-/** The scenario's state with its own workspace (so launches can tell it apart) and some changes. */
-async function variantState(ctx: ScenarioContext, name: string, changes: Record<string, unknown>): Promise<Record<string, unknown>> {
-  return { ...ctx.state, ...changes, sandboxCwd: pathToFileURL(await ctx.observers.workspaceVariant(name)).href };
+/** Codex's state of another profile (same Codex, same workspace unless given), canaries included, as after a policy change. */
+const stateOf = (ctx: ScenarioContext, profile: StateProfile, workspace = ctx.observers.workspaceDir): Record<string, unknown> =>
+  codexState(profile, workspace, { linuxSandboxExe: String(ctx.state.codexLinuxSandboxExe) });
+
+/** Codex's state of `profile` on a workspace of its own, so that launches can tell it apart. */
+async function variantState(ctx: ScenarioContext, name: string, profile: StateProfile = 'workspace-write'): Promise<Record<string, unknown>> {
+  return stateOf(ctx, profile, await ctx.observers.workspaceVariant(name));
 }
 
 /** The check passes when the call's launch carried `expected`; a refusal passes when the control shows the tool works. */
@@ -135,7 +138,7 @@ const argumentsScenario = singleCheckScenario(
   argumentsNotAuthority,
   async (ctx) => {
     const trap = await ctx.plantTrap('launcher-in-arguments');
-    const permissive = await variantState(ctx, 'from arguments', { permissionProfile: { type: 'disabled' } });
+    const permissive = await variantState(ctx, 'from arguments', 'danger-full-access');
     const smuggled = {
       codexExecutable: trap,
       sandboxState: permissive,
@@ -162,7 +165,7 @@ const argumentsScenario = singleCheckScenario(
 
 const cacheScenario = singleCheckScenario(noCachedResults, async (ctx) => {
   const first = await ctx.execProbe(ctx.codexEntries());
-  const changed = await variantState(ctx, 'second call', { permissionProfile: { ...(ctx.state.permissionProfile as object), network: 'enabled' } });
+  const changed = await variantState(ctx, 'second call', 'workspace-write-network');
   const second = await ctx.execProbe(ctx.codexEntries(changed), { nonce: first.nonce });
   const observations = await ctx.observe();
   const launches = launchesFor(observations, first.nonce);
@@ -194,10 +197,9 @@ function concurrentScenario(check: CheckDef, states: (ctx: ScenarioContext) => P
 
 /** One server, one call after another, each with authority that differs from the last in one way. */
 const sequenceScenario = singleCheckScenario(stateFollowsCall, async (ctx) => {
-  const profile = ctx.state.permissionProfile as Record<string, unknown>;
   const steps: { label: string; entries: SandboxEntries }[] = [
     { label: 'the scenario state', entries: ctx.codexEntries() },
-    { label: 'same workspace, network enabled', entries: ctx.codexEntries({ ...ctx.state, permissionProfile: { ...profile, network: 'enabled' } }) },
+    { label: 'same workspace, network enabled', entries: ctx.codexEntries(stateOf(ctx, 'workspace-write-network')) },
     { label: 'only an unknown field changed', entries: ctx.codexEntries({ ...ctx.state, [CANARY.topLevel]: { note: 'changed between calls', list: [] } }) },
     { label: 'another launcher', entries: { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } } },
     { label: 'the first authority again', entries: ctx.codexEntries() },
@@ -256,7 +258,7 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
     if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
       return couldNotRun(`under the same authority the session did not run the command it was sent inside a launch of the launcher sent (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`);
     }
-    const changedState = await variantState(ctx, 'changed authority', { permissionProfile: { type: 'disabled' } });
+    const changedState = await variantState(ctx, 'changed authority', 'danger-full-access');
     const entries = changeLauncher ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } } : ctx.codexEntries(changedState);
     const changed = await send(entries);
     // A server that says no and sends the command to the old session anyway is caught too: the
@@ -284,11 +286,10 @@ export const authorityScenarios: Scenario[] = [
   argumentsScenario,
   cacheScenario,
   sequenceScenario,
-  concurrentScenario(concurrentCalls, (ctx) => Promise.all([1, 2, 3, 4].map((call) => variantState(ctx, `call ${call}`, {})))),
-  concurrentScenario(concurrentSameWorkspace, async (ctx) => {
-    const profile = ctx.state.permissionProfile as Record<string, unknown>;
-    return [1, 2, 3, 4].map((call) => ({ ...ctx.state, permissionProfile: { ...profile, network: call % 2 ? 'restricted' : 'enabled' }, conformanceCall: call }));
-  }),
+  concurrentScenario(concurrentCalls, (ctx) => Promise.all([1, 2, 3, 4].map((call) => variantState(ctx, `call ${call}`)))),
+  concurrentScenario(concurrentSameWorkspace, async (ctx) =>
+    [1, 2, 3, 4].map((call) => ({ ...stateOf(ctx, call % 2 ? 'workspace-write' : 'workspace-write-network'), conformanceCall: call })),
+  ),
   sessionScenario(sessionStateChange, false),
   sessionScenario(sessionLauncherChange, true),
 ];

@@ -84,9 +84,7 @@ async function listAllTools(session: HostSession, timeoutMs: number): Promise<{ 
   const tools: unknown[] = [];
   let cursor: unknown;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const params: Record<string, unknown> = { _meta: { progressToken: 99 + page } };
-    if (cursor !== undefined) params.cursor = cursor;
-    const list = await session.request('tools/list', params, timeoutMs);
+    const list = await session.list('tools/list', cursor, timeoutMs);
     if (list.kind !== 'result' || !isObject(list.result) || !Array.isArray(list.result.tools)) return { failed: list };
     tools.push(...list.result.tools.filter(isObject));
     cursor = list.result.nextCursor;
@@ -160,5 +158,51 @@ export const catalogScenario: Scenario = {
       );
     }
     return verdicts;
+  },
+};
+
+export const inventoryServed: CheckDef = {
+  id: 'catalog/inventory-connection',
+  rule: 'CAT-3',
+  level: 'SHOULD',
+  title: 'serves an inventory connection (initialize without experimental, then the listings)',
+  summary:
+    'Besides the connections it calls tools on, Codex opens short-lived inventory connections (for app-server mcpServerStatus/list): a fresh server whose initialize carries no capabilities.experimental, then tools/list, resources/list and resources/templates/list. The server answers each of them; a listing it does not offer may answer "method not found" when its capabilities do not name resources. Source: CONTRACT.md §2 and §3 CAT-3.',
+  observes:
+    'One more connection (a fresh server process for a started target) is opened as Codex 0.171.0 opens an inventory connection: initialize without experimental, notifications/initialized, tools/list through every page, then resources/list and resources/templates/list at once, each with its own progressToken. The check fails when that startup fails or times out, or when a listing gets no answer, a JSON-RPC error (-32601 is accepted only when the initialize result advertises no resources) or a result without its resources or resourceTemplates array.',
+  why: "Codex shows the server's tools and resources from these connections; a server that fails them shows up as broken in Codex's server status, or not at all.",
+  typicalMistake: "Treating a client whose initialize lacks Codex's experimental capabilities as a foreign host and refusing it, or failing resource listings the server never meant to offer.",
+  fix: 'Answer initialize whatever capabilities the client advertises; implement resources/list and resources/templates/list, or leave resources out of your capabilities.',
+  needs: [],
+};
+
+/** What each inventory listing must hold: Codex reads these arrays. */
+const INVENTORY_ARRAYS: Record<string, string> = { 'resources/list': 'resources', 'resources/templates/list': 'resourceTemplates' };
+
+/** An inventory connection, judged by what each of its requests got. */
+export const inventoryScenario: Scenario = {
+  id: 'catalog/inventory',
+  title: 'an inventory connection, as Codex opens for its server status',
+  checks: [inventoryServed],
+  needs: [],
+  transports: ['stdio', 'http'],
+  run: async (ctx) => {
+    let connection: Connection;
+    try {
+      connection = await ctx.openConnection('inventory');
+    } catch (error) {
+      if (!(error instanceof TargetStartError)) throw error;
+      return new Map([[inventoryServed.id, fail(`the inventory connection did not start: ${error.message}`, { expected: 'initialize and tools/list answered', actual: error.message })]]);
+    }
+    const capabilities = connection.handshake.initializeResult.capabilities;
+    const offersResources = isObject(capabilities) && capabilities.resources !== undefined;
+    const problems = Object.entries(connection.handshake.inventory ?? {}).flatMap(([method, outcome]) => {
+      const array = INVENTORY_ARRAYS[method]!;
+      if (outcome.kind === 'result' && isObject(outcome.result) && Array.isArray(outcome.result[array])) return [];
+      if (outcome.kind === 'error' && outcome.error.code === -32601 && !offersResources) return [];
+      return [{ method, expected: offersResources ? `a result with a ${array} array` : `a result with a ${array} array, or error -32601`, got: summarizeOutcome(outcome) }];
+    });
+    const verdict = problems.length === 0 ? pass() : fail(`the inventory connection's ${problems.map((p) => p.method).join(' and ')} failed`, { expected: problems.map(({ method, expected }) => ({ method, expected })), actual: problems.map(({ method, got }) => ({ method, got })) });
+    return new Map([[inventoryServed.id, verdict]]);
   },
 };

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { renderArguments, usesShellString } from '../harness/exec-adapter.js';
 import type { RawOutcome } from '../harness/host-session.js';
 import type { EnforcementRun } from '../harness/observers.js';
-import { makeOutsideDir } from '../harness/real-codex.js';
+import { makeOutsideDir, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { launchesOf, stateInArgv, summarizeOutcome } from './judge.js';
 import { couldNotRun, fail, notApplicable, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { isObject } from '../harness/json.js';
@@ -29,7 +29,7 @@ export const writesInsideWorkspace: CheckDef = {
   level: 'MUST',
   title: 'in the real sandbox, the command can write inside the writable roots',
   summary:
-    'Run through the server and the real codex sandbox, the command can create a file in the workspace, which the state sent makes writable (its current_working_directory entry). This is FWD-2 seen from the other side: the write grants Codex sent arrive intact, so the sandbox allows what Codex meant to allow. It is also the positive control for the escape checks: a sandbox that refuses everything would pass those trivially. Source: CONTRACT.md §3 FWD-2 and §5.',
+    'Run through the server and the real codex sandbox, the command can create a file in the workspace, which the state sent makes writable (Codex\'s workspace-write state: an absolute path write entry for the workspace). This is FWD-2 seen from the other side: the write grants Codex sent arrive intact, so the sandbox allows what Codex meant to allow. It is also the positive control for the escape checks: a sandbox that refuses everything would pass those trivially. Source: CONTRACT.md §3 FWD-2 and §5.',
   observes:
     'Through the server, the fake launcher (which records the launch) and the real codex sandbox, the enforcement probe writes a file named after its nonce in the workspace, the state\'s sandboxCwd; the suite reads that file back on the host and passes only when it holds the nonce. The call is registered with the monitor, so the same launch\'s argv, state and executable are judged for FWD-1, FWD-2 and LAUNCH-1 as well.',
   why: 'A server that narrows the policy (forwards a read-only state, drops entries, points the command at another cwd) breaks every agent task that edits files, and hides that the policy it enforces is not the one Codex chose.',
@@ -44,7 +44,7 @@ export const noWritesOutside: CheckDef = {
   level: 'MUST',
   title: 'in the real sandbox, the command cannot write outside the writable roots',
   summary:
-    'Run through the server and the real codex sandbox, the command tries to create a file in a directory the suite made outside the workspace (and outside /tmp); under the state sent the write must fail (codex answers "Read-only file system"). A server that forwards a widened state, or runs the command outside codex sandbox, lets it through: FWD-2 violated in effect. Source: CONTRACT.md §3 FWD-2 (and LAUNCH-1/LAUNCH-2 for a command that never reaches the sandbox) and §5.',
+    'Run through the server and the real codex sandbox, the command tries to create a file in a directory the suite made outside the workspace and outside /tmp and $TMPDIR (which Codex\'s workspace-write state makes writable too); under the state sent the write must fail (codex answers "Read-only file system"). A server that forwards a widened state, or runs the command outside codex sandbox, lets it through: FWD-2 violated in effect. Source: CONTRACT.md §3 FWD-2 (and LAUNCH-1/LAUNCH-2 for a command that never reaches the sandbox) and §5.',
   observes:
     'The probe tries to create a file in a directory the suite made outside the workspace and outside /tmp; the file existing on the host afterwards fails the check, otherwise the probe\'s own report (marker file or output line) must say the write was refused. The effect is what is judged, so a widened state or a run outside the sandbox shows here whatever the argv looked like.',
   why: 'This is what the sandbox exists for: a model command must not modify files Codex did not make writable.',
@@ -182,6 +182,8 @@ async function judgeWritesInside(ctx: ScenarioContext): Promise<Verdict> {
 }
 
 async function judgeNoWritesOutside(ctx: ScenarioContext): Promise<Verdict> {
+  // Codex's workspace-write state makes /tmp and $TMPDIR writable: a target there proves nothing.
+  if (scratchBaseOutsideTmp() === undefined) return couldNotRun('no writable directory outside /tmp and the temp dir (tried /var/tmp and the home directory) to aim the write at');
   const outside = makeOutsideDir(ctx.observers.dir);
   try {
     const nonce = ctx.observers.newNonce();

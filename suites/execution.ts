@@ -19,7 +19,7 @@ export const executesInsideLaunch: CheckDef = {
 };
 
 /** The command shapes: an everyday name or a shell line that begins with an everyday command, then the probe. */
-async function shapes(ctx: ScenarioContext): Promise<{ label: string; command: (nonce: string) => NonNullable<ProbeOptions['command']> }[]> {
+export async function commandShapes(ctx: Pick<ScenarioContext, 'observers'>): Promise<{ label: string; command: (nonce: string) => NonNullable<ProbeOptions['command']> }[]> {
   const o = ctx.observers;
   const [echo, git, cat, ls, pwd, yes] = await Promise.all((['echo', 'git', 'cat', 'ls', 'pwd', 'true'] as const).map((name) => o.everydayProbe(name)));
   const probe = shellQuote(o.probePath);
@@ -39,7 +39,7 @@ async function shapes(ctx: ScenarioContext): Promise<{ label: string; command: (
 /** Every shape, one call each, on one server: each must execute inside a launch (the monitor judges where). */
 const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (ctx) => {
   const probes: { label: string; probe: ExecProbe }[] = [];
-  for (const shape of await shapes(ctx)) {
+  for (const shape of await commandShapes(ctx)) {
     const nonce = ctx.observers.newNonce();
     probes.push({ label: shape.label, probe: await ctx.execProbe(ctx.codexEntries(), { nonce, command: shape.command(nonce) }) });
   }

@@ -2,11 +2,12 @@ import { realpathSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LAUNCHER_KEY, SANDBOX_META_KEYS, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../harness/codex-wire.js';
-import { APP_INPUTS, observeAppServer, observeExec, resourceMarker, toolMarker, type AppObservation, type AppStep, type ExecObservation } from '../harness/host-mode/drive.js';
+import { APP_INPUTS, POLICY_CHANGES, observeAppServer, observeExec, resourceMarker, toolMarker, type AppObservation, type AppStep, type ExecObservation } from '../harness/host-mode/drive.js';
 import type { HostProgram } from '../harness/host-mode/host-program.js';
 import { PROBE_ARGS } from '../harness/host-mode/probe.js';
 import { withMethod, type RecordedMessage } from '../harness/host-mode/recording.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
+import { isObject } from '../harness/json.js';
 import { keyOrderDifferences, structuralDiff } from './judge.js';
 import { couldNotRun, fail, notApplicable, pass, type CheckDef, type CheckResult, type Verdict } from './model.js';
 import type { RunReport } from './runner.js';
@@ -18,14 +19,13 @@ import type { RunReport } from './runner.js';
  * harness/host-mode/drive.ts; this file only judges what was observed.
  */
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Everything observed on one transport. */
 export interface HostObservations {
   transport: Transport;
   exec: ExecObservation;
   app: AppObservation;
+  /** How many times the app-server session changed the policy between turns. */
+  policyChanges: number;
 }
 
 type JudgeContext = HostObservations;
@@ -108,6 +108,14 @@ function realpath(path: string): string {
   }
 }
 
+/** Why a codex/sandbox-launcher value is not {"codexExecutable": <absolute path>}, or undefined. */
+function launcherShapeProblem(launcher: unknown): string | undefined {
+  if (launcher === undefined) return `no ${LAUNCHER_KEY}`;
+  if (!isObject(launcher) || json(Object.keys(launcher)) !== json(['codexExecutable'])) return `${json(launcher)} is not {"codexExecutable": ...}`;
+  if (typeof launcher.codexExecutable !== 'string' || !isAbsolute(launcher.codexExecutable)) return `codexExecutable ${json(launcher.codexExecutable)} is not an absolute path`;
+  return undefined;
+}
+
 const workspaceUris = (workspace: string) => new Set([pathToFileURL(workspace).href, pathToFileURL(realpath(workspace)).href]);
 
 // ------------------------------------------------------------------------------------------
@@ -183,10 +191,8 @@ export const hostChecks: HostCheck[] = [
       if (model.length === 0) return whyMissing('no model-initiated tools/call reached the recording server', ctx.exec.problems, ctx.app.problems);
       const problems: string[] = [];
       for (const record of model) {
-        const launcher = (metaOf(record) ?? {})[LAUNCHER_KEY];
-        if (launcher === undefined) problems.push(`${label(record, ctx)}: no ${LAUNCHER_KEY}`);
-        else if (!isObject(launcher) || json(Object.keys(launcher)) !== json(['codexExecutable'])) problems.push(`${label(record, ctx)}: ${json(launcher)} is not {"codexExecutable": ...}`);
-        else if (typeof launcher.codexExecutable !== 'string' || !isAbsolute(launcher.codexExecutable)) problems.push(`${label(record, ctx)}: codexExecutable ${json(launcher.codexExecutable)} is not an absolute path`);
+        const problem = launcherShapeProblem((metaOf(record) ?? {})[LAUNCHER_KEY]);
+        if (problem) problems.push(`${label(record, ctx)}: ${problem}`);
       }
       return problems.length ? fail(problems.join('; '), { expected: { [LAUNCHER_KEY]: { codexExecutable: '<absolute path>' } }, actual: model.map((r) => ({ call: label(r, ctx), [LAUNCHER_KEY]: (metaOf(r) ?? {})[LAUNCHER_KEY] ?? '(absent)' })) }) : pass(`${model.length} calls checked`);
     },
@@ -285,7 +291,7 @@ export const hostChecks: HostCheck[] = [
     title: 'tools/list and resources/read carry no sandbox keys',
     summary: 'The host adds sandbox keys only to tools/call: tools/list and resources/read never carry them (CONTRACT.md §2).',
     observes:
-      'Every tools/list any recording server got (both servers of the exec run, the app-server run\'s) and every resources/read of the app-server run must carry none of the three sandbox keys in _meta.',
+      'Every tools/list any recording server got (both servers of the exec run and of the app-server run) and every resources/read of the app-server run must carry none of the three sandbox keys in _meta.',
     why: 'Listing and reading run nothing; sandbox authority on them is noise at best and confuses servers that key sessions on it.',
     typicalMistake: 'A shared "add Codex metadata" step applied to every request.',
     fix: 'Add the sandbox entries where tools/call requests are built, not in a generic request hook.',
@@ -293,7 +299,7 @@ export const hostChecks: HostCheck[] = [
     transports: BOTH,
     scenario: 'exec + app-server',
     judge(ctx) {
-      const lists = [...withMethod(ctx.exec.records, 'tools/list'), ...withMethod(ctx.exec.plainRecords, 'tools/list'), ...withMethod(ctx.app.records, 'tools/list')];
+      const lists = [ctx.exec.records, ctx.exec.plainRecords, ctx.app.records, ctx.app.plainRecords].flatMap((records) => withMethod(records, 'tools/list'));
       const reads = withMethod(ctx.app.records, 'resources/read');
       if (lists.length === 0) return whyMissing('no tools/list reached the recording server', ctx.exec.problems, ctx.app.problems);
       const carrying = [...lists, ...reads].filter((r) => SANDBOX_META_KEYS.some((k) => hasOwn(metaOf(r) ?? {}, k)));
@@ -344,22 +350,24 @@ export const hostChecks: HostCheck[] = [
   {
     id: 'host/state-follows-policy-change',
     rule: 'HOST-2',
-    level: 'SHOULD',
+    level: 'MUST',
     title: 'after the sandbox policy changes between turns, calls carry the new state',
     summary:
-      'When a turn changes the sandbox policy (app-server turn/start with a sandboxPolicy override; four turns alternate workspace-write and read-only), each model-initiated call carries a state for the policy of its own turn, never the previous one.',
+      'When a turn changes the sandbox policy (app-server turn/start with a sandboxPolicy override), every model-initiated call of that turn carries a state for the policy of its own turn, never the previous one. Codex 0.171.0 often breaks this (CONTRACT.md §4 HOST-2).',
     observes:
-      'Four app-server turns alternate the policy (configured workspace-write, then readOnly, workspaceWrite, readOnly as turn/start sandboxPolicy); the tools/call of each turn, matched by the callId its model issued, must carry a codex/sandbox-state whose permissionProfile describes that turn\'s policy. x-codex-turn-metadata.sandbox_mode is shown alongside but not judged.',
+      `One app-server thread runs a turn under the configured workspace-write, then ${POLICY_CHANGES} more (--policy-changes), each changing the policy (turn/start sandboxPolicy readOnly, workspaceWrite, readOnly, ...). The tools/call of each turn, matched by the callId its model issued, must carry a codex/sandbox-state whose permissionProfile describes that turn's policy. Each stale turn is reported with its policy, the policy the state sent describes, and x-codex-turn-metadata.sandbox_mode of the same call. The defect this finds in Codex 0.171.0 is intermittent (a race on each change), hence the many changes.`,
     why: 'A server enforces the state it receives: a stale workspace-write state in a read-only turn lets a command write where the user just forbade it.',
-    typicalMistake: 'Computing the MCP sandbox state once per session (or caching it) instead of from the current turn\'s policy.',
+    typicalMistake: 'Computing the MCP sandbox state once per session (or updating it asynchronously, racing the turn) instead of from the current turn\'s policy; x-codex-turn-metadata, built from the turn itself, then names the new mode while the state is the old one.',
     fix: 'Derive the state for each call from the turn context the call belongs to.',
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
     judge(ctx) {
       const turns = turnCalls(ctx);
-      if (turns.length < 4 || turns.some((t) => !t.record)) {
-        const detail = turns.map((t) => `${t.turn.name}: ${t.record ? 'called' : t.turn.completed ? 'completed without a call' : 'did not complete'}`);
+      const planned = ctx.policyChanges + 1;
+      if (turns.length < planned || turns.some((t) => !t.record)) {
+        const detail = turns.filter((t) => !t.record).map((t) => `${t.turn.name}: ${t.turn.completed ? 'completed without a call' : 'did not complete'}`);
+        if (turns.length < planned) detail.unshift(`${turns.length} of ${planned} turns ran`);
         return whyMissing('the app-server turns did not each make their call', detail, ctx.app.problems);
       }
       const rows = turns.map(({ turn, record }) => {
@@ -368,11 +376,17 @@ export const hostChecks: HostCheck[] = [
         return { turn: turn.name, policy: turn.mode, stateDescribes: profileKind(meta[STATE_KEY], ctx.app.workspace), turnMetadataSandboxMode: turnMeta.sandbox_mode ?? '(none)' };
       });
       const wrong = rows.filter((r) => r.stateDescribes !== r.policy);
-      if (wrong.length === 0) return pass(rows.map((r) => `${r.turn}: ${r.stateDescribes}`).join('; '));
-      return fail(`${wrong.length} of ${rows.length} turns carried a state for another policy: ${wrong.map((r) => `${r.turn}: the policy is ${r.policy}, the state describes ${r.stateDescribes}`).join('; ')}`, {
-        expected: rows.map((r) => ({ turn: r.turn, stateDescribes: r.policy })),
-        actual: rows,
-      });
+      const changes = rows.length - 1;
+      if (wrong.length === 0) return pass(`${changes} policy changes, every turn's state matched its policy`);
+      const agreeing = wrong.filter((r) => r.turnMetadataSandboxMode === r.policy).length;
+      return fail(
+        `${wrong.length} of ${rows.length} turns (${changes} policy changes) carried a state for another policy${agreeing ? `, while x-codex-turn-metadata.sandbox_mode named the turn's own policy on ${agreeing === wrong.length ? 'each' : agreeing} of them` : ''} (each stale turn below)`,
+        {
+          expected: wrong.map((r) => ({ turn: r.turn, stateDescribes: r.policy })),
+          actual: wrong,
+          diff: wrong.map((r) => `~ ${r.turn}: the turn's policy is ${r.policy}, the state sent describes ${r.stateDescribes}, x-codex-turn-metadata.sandbox_mode is ${json(r.turnMetadataSandboxMode)}`),
+        },
+      );
     },
   },
   {
@@ -405,7 +419,7 @@ export const hostChecks: HostCheck[] = [
         if (hasOwn(got, key) && json(got[key]) === json(sent)) problems.push(`${key} still holds the caller's stale value`);
       }
       if (json(pick(got)) !== json(pick(now))) problems.push('the entries differ from those of a call without stale entries');
-      if (problems.length === 0) return pass(Object.keys(pick(now)).length ? 'replaced by the current entries' : 'removed (the host sends no sandbox entries on direct calls)');
+      if (problems.length === 0) return pass(Object.keys(pick(now)).length ? 'replaced by the current entries' : 'removed, as on a call without them (host/direct-call-sandbox-entries judges that)');
       return fail(problems.join('; '), { expected: pick(now), actual: pick(got), diff: structuralDiff(pick(now), pick(got)) });
     },
   },
@@ -482,6 +496,108 @@ export const hostChecks: HostCheck[] = [
       const got = (metaOf(record) ?? {}).threadId;
       if (got === ctx.app.threadId) return pass();
       return fail(got === APP_INPUTS.verbatimMeta.threadId ? 'the caller\'s threadId was passed through' : 'threadId is not the thread\'s id', { expected: { threadId: ctx.app.threadId }, actual: { threadId: got ?? '(absent)' } });
+    },
+  },
+  {
+    id: 'host/direct-call-sandbox-entries',
+    rule: 'HOST-4',
+    level: 'MUST',
+    title: 'mcpServer/tool/call to an opted-in server carries the current sandbox entries',
+    summary:
+      'A direct app-server mcpServer/tool/call to a server that opted in carries both state keys for the thread\'s current policy and workspace, and over stdio the launcher, as model calls do (Codex 0.169.0 sent none on direct calls). That the two keys are identical and that no launcher goes over HTTP is judged for every call by host/state-keys-identical and host/no-launcher-over-http.',
+    observes:
+      'The direct call whose caller _meta held no sandbox entries (before any turn, so under the configured workspace-write): at the recording server it must carry codex/sandbox-state and codex/sandbox-state-meta, with a state whose sandboxCwd is the thread\'s workspace and whose permissionProfile describes workspace-write, and over stdio codex/sandbox-launcher {"codexExecutable": <absolute path>}.',
+    why: 'A server that fails closed without a launcher (LAUNCH-2) refuses a direct call that carries no sandbox entries, and one with stale entries would run under the wrong policy.',
+    typicalMistake: 'Adding the sandbox entries only on the model\'s tool-call path, not on the app-server\'s direct call.',
+    fix: 'Build a direct call\'s _meta with the same function as a model call\'s, from the thread\'s current turn context.',
+    needs: [],
+    transports: BOTH,
+    scenario: 'app-server',
+    judge(ctx) {
+      const record = directCall(ctx, 'tool-call/verbatim');
+      if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, 'tool-call/verbatim')?.outcome)], ctx.app.problems);
+      const meta = metaOf(record) ?? {};
+      const problems: string[] = [];
+      const missing = [STATE_KEY, STATE_KEY_DEPRECATED].filter((k) => !hasOwn(meta, k));
+      if (missing.length) problems.push(`missing ${missing.join(', ')}`);
+      const state = meta[STATE_KEY];
+      if (state !== undefined) {
+        const cwd = isObject(state) ? state.sandboxCwd : undefined;
+        if (!workspaceUris(ctx.app.workspace).has(String(cwd))) problems.push(`sandboxCwd ${json(cwd)} is not the workspace ${pathToFileURL(ctx.app.workspace).href}`);
+        const kind = profileKind(state, ctx.app.workspace);
+        if (kind !== 'workspace-write') problems.push(`the state describes ${kind}, the thread is workspace-write`);
+      }
+      const launcherProblem = launcherShapeProblem(meta[LAUNCHER_KEY]);
+      if (ctx.transport === 'stdio' && launcherProblem) problems.push(launcherProblem);
+      if (problems.length === 0) return pass();
+      const sandbox = Object.fromEntries(SANDBOX_META_KEYS.filter((k) => hasOwn(meta, k)).map((k) => [k, meta[k]]));
+      return fail(problems.join('; '), {
+        expected: {
+          [STATE_KEY]: '<workspace-write state for the workspace>',
+          [STATE_KEY_DEPRECATED]: `<a copy of ${STATE_KEY}>`,
+          ...(ctx.transport === 'stdio' ? { [LAUNCHER_KEY]: { codexExecutable: '<absolute path>' } } : {}),
+        },
+        actual: Object.keys(sandbox).length ? sandbox : '(no sandbox entries)',
+      });
+    },
+  },
+  {
+    id: 'host/direct-call-no-opt-in-stripped',
+    rule: 'HOST-4',
+    level: 'MUST',
+    title: 'mcpServer/tool/call strips caller sandbox entries for a server that did not opt in',
+    summary:
+      'A direct mcpServer/tool/call to a server that did not opt in reaches it with none of the three sandbox keys, even when the caller put them in _meta (Codex 0.169.0 passed them through).',
+    observes:
+      'A direct call to a second recording server, which advertises no sandbox capability, with caller _meta holding stale values of codex/sandbox-state, codex/sandbox-state-meta and codex/sandbox-launcher beside an unrelated entry: at that server none of the three keys may be present.',
+    why: 'A server that never opted in cannot tell the host\'s entries from a caller\'s; a caller-made state or launcher reaching it is authority the host never checked.',
+    typicalMistake: 'Replacing caller sandbox entries only when the host has entries of its own to send.',
+    fix: 'Remove the three sandbox keys from caller _meta first, then add the host\'s entries if the server opted in.',
+    needs: [],
+    transports: BOTH,
+    scenario: 'app-server',
+    judge(ctx) {
+      const name = 'tool-call/no-opt-in-stale-entries';
+      const record = withMethod(ctx.app.plainRecords, 'tools/call').find((r) => argumentsNote(r) === toolMarker(name));
+      if (!record) return whyMissing('the direct call did not reach the recording server that did not opt in', [json(step(ctx, name)?.outcome)], ctx.app.problems);
+      const meta = metaOf(record) ?? {};
+      const kept = SANDBOX_META_KEYS.filter((k) => hasOwn(meta, k));
+      if (kept.length === 0) return pass();
+      return fail(`sandbox keys reached a server that did not opt in: ${kept.join(', ')}`, {
+        expected: `none of ${SANDBOX_META_KEYS.join(', ')}`,
+        actual: Object.fromEntries(kept.map((k) => [k, meta[k]])),
+      });
+    },
+  },
+  {
+    id: 'host/direct-call-progress-token',
+    rule: 'HOST-4',
+    level: 'MUST',
+    title: 'mcpServer/tool/call overwrites a caller progressToken in place',
+    summary: 'A progressToken in caller _meta is replaced by the host\'s own token, at the caller\'s position among the caller\'s entries.',
+    observes:
+      `A direct call with caller _meta {"x-conformance-before": 1, "progressToken": "caller-progress-token", "x-conformance-after": 2}: at the recording server progressToken must be present, must not be the caller's value, and must sit after every caller entry sent before it and before every caller entry sent after it that arrived.`,
+    why: 'Progress notifications are routed by the host\'s token; a caller token that survives lets a caller receive or spoof another request\'s progress, and a moved key breaks the verbatim forwarding of caller _meta.',
+    typicalMistake: 'Keeping the caller\'s token, or deleting it and appending the host\'s at the end.',
+    fix: 'Assign the host\'s token to the progressToken key of the caller\'s map (which keeps its position), or append it when there is none.',
+    needs: [],
+    transports: BOTH,
+    scenario: 'app-server',
+    judge(ctx) {
+      const name = 'tool-call/caller-progress-token';
+      const record = directCall(ctx, name);
+      if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, name)?.outcome)], ctx.app.problems);
+      const got = metaOf(record) ?? {};
+      const sent = APP_INPUTS.progressTokenMeta as Record<string, unknown>;
+      const problems: string[] = [];
+      if (!hasOwn(got, 'progressToken')) problems.push('progressToken is missing');
+      else if (json(got.progressToken) === json(sent.progressToken)) problems.push('the caller\'s progressToken was passed through');
+      const sentKeys = Object.keys(sent);
+      const arrivedOrder = Object.keys(got).filter((k) => sentKeys.includes(k));
+      const expectedOrder = sentKeys.filter((k) => hasOwn(got, k));
+      if (hasOwn(got, 'progressToken') && json(arrivedOrder) !== json(expectedOrder)) problems.push(`progressToken moved: the caller's entries arrived in the order ${arrivedOrder.join(', ')}`);
+      if (problems.length === 0) return pass(`progressToken ${json(got.progressToken)} in place`);
+      return fail(problems.join('; '), { expected: { ...sent, progressToken: '<the host\'s token>' }, actual: got });
     },
   },
   {
@@ -653,6 +769,8 @@ export interface HostPlan {
   jobs: number;
   thinkMs?: number;
   env?: Record<string, string>;
+  /** App-server turns that change the sandbox policy (default POLICY_CHANGES). */
+  policyChanges?: number;
   select?: (checkId: string) => boolean;
 }
 
@@ -679,7 +797,7 @@ const emptyExec = (transport: Transport): ExecObservation => ({
   transport, workspace: '', records: [], plainRecords: [], stdout: '', stderr: '', modelRequests: [], problems: [], launcherProbes: {}, durationMs: 0,
 });
 const emptyApp = (transport: Transport): AppObservation => ({
-  transport, workspace: '', steps: [], turns: [], records: [], stderr: '', problems: [], launcherProbes: {}, durationMs: 0,
+  transport, workspace: '', steps: [], turns: [], records: [], plainRecords: [], stderr: '', problems: [], launcherProbes: {}, durationMs: 0,
 });
 
 /** Recorded requests as transcript entries, so every reporter can show what the host sent. */
@@ -692,13 +810,14 @@ function transcriptOf(records: RecordedMessage[], problems: string[], started: n
 
 export async function runHostMode(plan: HostPlan): Promise<HostRunReport> {
   const started = Date.now();
-  const options = (transport: Transport) => ({ host: plan.host, transport, timeoutMs: plan.timeoutMs, thinkMs: plan.thinkMs, env: plan.env });
+  const policyChanges = plan.policyChanges ?? POLICY_CHANGES;
+  const options = (transport: Transport) => ({ host: plan.host, transport, timeoutMs: plan.timeoutMs, thinkMs: plan.thinkMs, env: plan.env, policyChanges });
   const selected = (transport: Transport) => hostChecks.filter((c) => c.transports.includes(transport) && (plan.select?.(c.id) ?? true));
   // A scenario runs only when a selected check judges it (so --only 'host/resource-*' runs no exec).
   const needs = (transport: Transport, scenario: 'exec' | 'app-server') => selected(transport).some((c) => c.scenario.includes(scenario));
   const tasks: (() => Promise<void>)[] = [];
   const observations: HostObservations[] = plan.transports.map((transport) => {
-    const o: HostObservations = { transport, exec: emptyExec(transport), app: emptyApp(transport) };
+    const o: HostObservations = { transport, exec: emptyExec(transport), app: emptyApp(transport), policyChanges };
     if (needs(transport, 'exec')) tasks.push(async () => void (o.exec = await observeExec(options(transport))));
     if (needs(transport, 'app-server')) tasks.push(async () => void (o.app = await observeAppServer(options(transport))));
     return o;
@@ -732,7 +851,7 @@ export async function runHostMode(plan: HostPlan): Promise<HostRunReport> {
         transport: ctx.transport,
         scenario: `host ${check.scenario}`,
         durationMs: uses.reduce((sum, o) => sum + o.durationMs, 0) + (Date.now() - checkStarted),
-        transcript: uses.flatMap((o) => transcriptOf('plainRecords' in o ? [...o.records, ...o.plainRecords] : o.records, o.problems, started)),
+        transcript: uses.flatMap((o) => transcriptOf([...o.records, ...o.plainRecords], o.problems, started)),
       });
     }
   }

@@ -1,17 +1,17 @@
-import type { SandboxEntries, Transport } from '../harness/codex-wire.js';
+import type { ConnectionPurpose, SandboxEntries, Transport } from '../harness/codex-wire.js';
 import type { ExecAdapter, SessionAdapter } from '../harness/exec-adapter.js';
 import type { Connection } from '../harness/target.js';
 import type { Handshake, HostSession, RawOutcome } from '../harness/host-session.js';
 import type { Observations, ScenarioObservers } from '../harness/observers.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
-import type { Expectation, MonitoredCall } from './monitor.js';
+import type { Expectation, Finding, MonitoredCall } from './monitor.js';
 
 export type Level = 'MUST' | 'SHOULD' | 'INFO';
 
 /** Every rule of CONTRACT.md (§3 for servers, §4 for hosts), by its stable ID. */
 export const RULES = [
   'CAP-1', 'CAP-2', 'ALIAS-1', 'ALIAS-2', 'EXEC-1', 'FWD-1', 'FWD-2', 'FWD-3', 'LAUNCH-1', 'LAUNCH-2', 'LAUNCH-3',
-  'HTTP-1', 'HTTP-2', 'AUTH-1', 'AUTH-2', 'AUTH-3', 'RES-1', 'CAT-1', 'CAT-2',
+  'HTTP-1', 'HTTP-2', 'AUTH-1', 'AUTH-2', 'AUTH-3', 'RES-1', 'CAT-1', 'CAT-2', 'CAT-3',
   'HOST-1', 'HOST-2', 'HOST-3', 'HOST-4',
 ] as const;
 export type RuleId = (typeof RULES)[number];
@@ -42,7 +42,7 @@ export interface CheckDef {
 /** What a scenario decides about one check. */
 export type Verdict =
   | { status: 'pass'; note?: string }
-  | { status: 'fail'; message: string; expected?: unknown; actual?: unknown; diff?: string[] }
+  | { status: 'fail'; message: string; expected?: unknown; actual?: unknown; diff?: string[]; counterexample?: Counterexample }
   | { status: 'skip'; reason: SkipReason; message: string; blockedBy?: string }
   | { status: 'error'; message: string };
 
@@ -59,6 +59,8 @@ export interface CheckResult {
   expected?: unknown;
   actual?: unknown;
   diff?: string[];
+  /** For exploration: the smallest call sequence found that breaks the contract. */
+  counterexample?: Counterexample;
   transport: Transport;
   scenario: string;
   durationMs: number;
@@ -71,6 +73,43 @@ export interface ControlFacts {
   detail: string;
 }
 
+/**
+ * A failing call sequence, shrunk: what each step sent and what ran, the rules it broke, and how
+ * to rerun exactly it (`replay`, "<seed>:<path>", fast-check's own reproduction coordinates).
+ */
+export interface Counterexample {
+  replay: string;
+  seed: number;
+  path: string;
+  /** How many sequences ran before this one failed (on its worker), and how many shrink steps followed. */
+  sequencesRun: number;
+  shrinks: number;
+  steps: CounterexampleStep[];
+  broken: { rule: RuleId | string; check: string; message: string }[];
+}
+
+export interface CounterexampleStep {
+  n: number;
+  /** What the host did: "exec probe", "call without a launcher", "3 calls at once", "tools/list" … */
+  action: string;
+  /** The authority each call of the step carried, in words. */
+  authority: string[];
+  /** What executed for the step, and in which launch (or "nothing"). */
+  ran: string[];
+  response: string[];
+}
+
+/** Random call sequences against one fresh server each (explore/sequences-hold-contract). */
+export interface ExploreOptions {
+  /** Sequences to run, over all workers; 0 turns exploration off. */
+  runs: number;
+  seed: number;
+  /** Wall-clock budget; the sequences not started by then are not run. */
+  timeMs?: number;
+  /** Rerun exactly one sequence: fast-check's seed and path. */
+  replay?: { seed: number; path: string };
+}
+
 export interface RunOptions {
   assumeOptIn: boolean;
   callTimeoutMs: number;
@@ -78,6 +117,8 @@ export interface RunOptions {
   strict: boolean;
   /** How many startups the catalog scenario overlaps (CAT-1, CAT-2); default 3. */
   catalogStartups?: number;
+  /** Exploration budget; absent means off. */
+  explore?: ExploreOptions;
 }
 
 export interface ScenarioContext {
@@ -120,8 +161,31 @@ export interface ScenarioContext {
   readonly resourceReadMeta?: Record<string, unknown>;
   /** The operator's session adapter (checks needing 'session' are skipped without one). */
   readonly sessionAdapter?: SessionAdapter;
-  /** Another connection to the target (a fresh server for a started target); closed by the runner. */
-  openConnection(): Promise<Connection>;
+  /** Another connection to the target (a fresh server for a started target; an inventory one if asked); closed by the runner. */
+  openConnection(purpose?: ConnectionPurpose): Promise<Connection>;
+  /**
+   * Runs `body` against a fresh server with observers of its own, closes that server, and judges
+   * every call `body` made with the sandbox monitor at once (not at the end of the run): each
+   * exploration sequence is one such run.
+   */
+  isolated<T>(body: (sub: IsolatedContext) => Promise<T>): Promise<IsolatedRun<T>>;
+  /** How far a long scenario got, for the live progress line (e.g. "5/12 sequences"). */
+  progress(note: string): void;
+}
+
+/** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */
+export type IsolatedContext = Pick<
+  ScenarioContext,
+  'transport' | 'session' | 'handshake' | 'observers' | 'exec' | 'state' | 'codexEntries' | 'execProbe' | 'callTool' | 'plantTrap' | 'observe'
+>;
+
+export interface IsolatedRun<T> {
+  value?: T;
+  /** What `body` threw, if it did (its calls are judged all the same). */
+  error?: unknown;
+  calls: MonitoredCall[];
+  observations: Observations;
+  findings: Finding[];
 }
 
 /** How the monitor should see a call (defaults: the scenario's first check; expectation from the authority sent). */
@@ -161,11 +225,13 @@ export interface Scenario {
   isControl?: boolean;
   /** Takes several times a plain scenario (extra servers, waits): started early so it is not the run's tail. */
   long?: boolean;
+  /** Its own time budget, when the plain scenario timeout (`base`) does not fit it (exploration). */
+  timeoutMs?: (options: RunOptions, base: number) => number;
   run(ctx: ScenarioContext): Promise<Map<string, Verdict>>;
 }
 
 export const pass = (note?: string): Verdict => ({ status: 'pass', note });
-export const fail = (message: string, details: { expected?: unknown; actual?: unknown; diff?: string[] } = {}): Verdict => ({
+export const fail = (message: string, details: { expected?: unknown; actual?: unknown; diff?: string[]; counterexample?: Counterexample } = {}): Verdict => ({
   status: 'fail',
   message,
   ...details,

@@ -13,7 +13,7 @@ const resourceCheck = (id: string, title: string, what: string, observes: string
   rule: 'RES-1',
   level: 'MUST',
   title,
-  summary: `resources/read must work ${what}. Codex never puts sandbox keys on resource reads; it forwards the caller's _meta (plus progressToken) as is. Source: CONTRACT.md §2, §3 RES-1 and §4 HOST-3.`,
+  summary: `resources/read must work ${what}. Codex never puts sandbox keys on resource reads; it always sends _meta, the caller's entries as they are plus its progressToken. Source: CONTRACT.md §2, §3 RES-1 and §4 HOST-3.`,
   observes,
   why: 'A server that expects sandbox keys everywhere, or rejects metadata it does not know, breaks resource reads from Codex.',
   typicalMistake: 'Running the same sandbox guard on every request, or validating _meta strictly.',
@@ -25,13 +25,13 @@ export const readWithoutSandboxKeys = resourceCheck(
   'resources/read-without-sandbox-keys',
   'resources/read works with no sandbox keys',
   'without any sandbox keys',
-  'The first resource that resources/list returns with a string uri is read with no _meta at all, so no sandbox keys; the answer must be a result with a contents array. Not applicable when the server lists no resource.',
+  'The first resource that resources/list returns with a string uri is read as Codex reads it for a caller without _meta: `_meta` holding only a progressToken, before `uri`, and no sandbox keys; the answer must be a result with a contents array. Not applicable when the server lists no resource.',
 );
 export const readWithCallerMeta = resourceCheck(
   'resources/read-with-caller-meta',
   'resources/read works with caller _meta and returns the same contents',
   'with caller _meta present, and return the same contents as without it',
-  'The same resource is read again on the same connection with caller _meta (the configured one, else an x-conformance-caller entry) plus a progressToken and no sandbox keys; the answer must be a result whose contents are deep-equal to those of the read without _meta.',
+  'The same resource is read again on the same connection with caller _meta (the configured one, else an x-conformance-caller entry), its entries in order and Codex\'s progressToken after them (a caller progressToken is overwritten where it stands), and no sandbox keys; the answer must be a result whose contents are deep-equal to those of the read without caller entries.',
 );
 
 const contentsOf = (outcome: RawOutcome) => (outcome.kind === 'result' && isObject(outcome.result) ? outcome.result.contents : undefined);
@@ -44,7 +44,7 @@ export const resourceScenario: Scenario = {
   transports: ['stdio', 'http'],
   run: async (ctx) => {
     const timeout = ctx.options.callTimeoutMs;
-    const listed = await ctx.session.request('resources/list', {}, timeout);
+    const listed = await ctx.session.list('resources/list', undefined, timeout);
     const resources = listed.kind === 'result' && isObject(listed.result) && Array.isArray(listed.result.resources) ? listed.result.resources : [];
     const first = resources.find((r): r is Record<string, unknown> => isObject(r) && typeof r.uri === 'string');
     if (!first) {

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { chmod } from 'node:fs/promises';
+import { chmod, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { codexSandboxEntries, defaultState, STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
+import { codexSandboxEntries, codexState, STATE_KEY, STATE_KEY_DEPRECATED, type ConnectionPurpose } from '../harness/codex-wire.js';
 import { adapterDescription, adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers, type Observations } from '../harness/observers.js';
-import { ProcessScope, sweepMarked, trackRunMarker } from '../harness/process-group.js';
+import { containment, ProcessScope, sweepMarked, trackRunMarker, type Containment } from '../harness/process-group.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { oversizedMessages } from '../harness/stdio-transport.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
@@ -19,6 +19,7 @@ import {
   type CheckDef,
   type CheckResult,
   type ControlFacts,
+  type IsolatedContext,
   type RunOptions,
   type Scenario,
   type ScenarioContext,
@@ -44,6 +45,13 @@ const CANONICAL: CanonicalChecks = {
   concurrentAuthority: concurrentCalls.id,
   http: httpFailsClosed.id,
 };
+
+/** A fresh server of an isolated run, with its own observers (removed with `remove`). */
+interface IsolatedServer {
+  observers: ScenarioObservers;
+  connection: Connection;
+  remove(): Promise<void>;
+}
 
 /** What one scenario asked of the server, for the monitor. */
 interface MonitorLog {
@@ -77,11 +85,14 @@ export interface RunPlan {
 export type ProgressEvent =
   | { kind: 'start'; total: number }
   | { kind: 'scenario-start'; scenario: string; transport: Transport }
+  | { kind: 'scenario-note'; scenario: string; transport: Transport; note: string }
   | { kind: 'scenario-end'; scenario: string; transport: Transport; done: number; total: number };
 
 /** A scenario never needs more than two startups and three calls in a row when every step keeps to its own timeout. */
 export const defaultScenarioTimeoutMs = (options: RunOptions): number => 2 * options.startupTimeoutMs + 3 * options.callTimeoutMs;
 export const DEFAULT_RUN_TIMEOUT_MS = 30 * 60 * 1000;
+/** The longest delay a timer can hold (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys; --assume-opt-in sends them anyway';
 const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
@@ -124,6 +135,8 @@ export interface RunReport {
   capabilities?: unknown;
   /** The transports the plan had targets for (whatever --only selected). */
   transports?: Transport[];
+  /** How the run made sure nothing it started outlives it (harness/process-group.ts). */
+  containment?: Containment;
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;
   durationMs: number;
@@ -266,7 +279,8 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       const timing: ScenarioTiming = { scenario: scenario.id, transport: job.transport, observersMs: 0, startupMs: 0, runMs: 0 };
       timings.push(timing);
       let startedHere = false;
-      const timer = setTimeout(() => scope.abort(`the scenario did not finish within the scenario timeout (${seconds(scenarioTimeoutMs)}, --scenario-timeout)`), scenarioTimeoutMs);
+      const budgetMs = Math.min(scenario.timeoutMs?.(plan.options, scenarioTimeoutMs) ?? scenarioTimeoutMs, MAX_TIMER_MS);
+      const timer = setTimeout(() => scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)}, --scenario-timeout)`), budgetMs);
       const work = scope.run(async () => {
         try {
           const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
@@ -277,16 +291,30 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
           timing.startupMs = Date.now() - t0 - timing.observersMs;
           startedHere = true;
           startedOnce.add(job.transport);
-          const openConnection = async () => {
+          const openConnection = async (purpose?: ConnectionPurpose) => {
             if (scope.aborted !== undefined) throw new Error(scope.aborted);
             serverStarts++;
-            const extra = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs);
+            const extra = await connect(target, observers.pathTrapDir, plan.options.startupTimeoutMs, purpose);
             extraConnections.push(extra);
             if (scope.aborted !== undefined) void extra.close();
             return extra;
           };
           if (!sandboxOptIn(connection.handshake.initializeResult)) notOptedIn.add(job.transport);
-          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, log);
+          let isolatedRuns = 0;
+          const openIsolated = async (): Promise<IsolatedServer> => {
+            if (scope.aborted !== undefined) throw new Error(scope.aborted);
+            const own = join(dir, `x${++isolatedRuns}`);
+            const fresh = await ScenarioObservers.create(own, { realCodex: plan.realCodex });
+            serverStarts++;
+            const remove = () => rm(own, { recursive: true, force: true });
+            try {
+              return { observers: fresh, connection: await connect(target, fresh.pathTrapDir, plan.options.startupTimeoutMs), remove };
+            } catch (error) {
+              await remove();
+              throw error;
+            }
+          };
+          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, openIsolated, log);
           timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
           // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
           // absence the server never finished: they say "error", not "fail".
@@ -404,6 +432,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   if (startedOnce.size === 0 && deadAtStart.size > 0) report.startFailure = deadAtStart.get('stdio') ?? [...deadAtStart.values()][0];
   report.stats = { serverStarts, scenariosRun, timings };
   report.transports = transports;
+  report.containment = containment();
   report.durationMs = Date.now() - started;
   return report;
 }
@@ -415,10 +444,11 @@ async function runWithConnection(
   observers: ScenarioObservers,
   control: Control,
   verdicts: Map<string, Verdict>,
-  openConnection: () => Promise<Connection>,
+  openConnection: (purpose?: ConnectionPurpose) => Promise<Connection>,
+  openIsolated: () => Promise<IsolatedServer>,
   log: MonitorLog,
 ): Promise<void> {
-  const { handshake, session } = connection;
+  const { handshake } = connection;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(handshake.initializeResult);
   const adapter = resolveExecAdapter(handshake.tools, plan.exec);
   const exec: ExecAdapter | undefined = 'missing' in adapter ? undefined : adapter;
@@ -442,44 +472,81 @@ async function runWithConnection(
     return;
   }
 
-  const state = defaultState(observers.workspaceDir);
+  const surface = (on: Connection, watched: ScenarioObservers, calls: MonitorLog) => callSurface(plan, scenario, on, watched, exec, optedIn, calls);
+  const spares: Promise<IsolatedServer>[] = [];
+  const startSpare = () => {
+    const spare = openIsolated();
+    spare.catch(() => undefined); // awaited by the run that takes it, or at the end
+    return spare;
+  };
   const ctx: ScenarioContext = {
     options: plan.options,
-    transport: connection.transport,
-    session,
-    handshake,
-    observers,
-    exec,
     optedIn,
-    state,
     control: () => control.facts,
     publishControl: (facts) => control.publish(facts),
-    observe: () => observers.read(),
-    codexEntries: (s: unknown = state) => (optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
     sessionAdapter: plan.session,
     resourceReadMeta: plan.resourceReadMeta,
-    openConnection,
-    callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
+    openConnection: (purpose) => openConnection(purpose),
+    progress: (note) => plan.onProgress?.({ kind: 'scenario-note', scenario: scenario.id, transport: connection.transport, note }),
+    ...surface(connection, observers, log),
     lingerAfter: (ms) => {
       log.lingerMs = Math.max(log.lingerMs, ms);
     },
-    plantTrap: async (name, where = {}, check = scenario.checks[0]!.id) => {
-      log.trapOwners.set(name, check);
-      const path = await observers.trap(name, where);
-      if (where.executable === false) await chmod(path, 0o644);
-      return path;
-    },
-    execProbe: async (sandbox, options = {}) => {
-      if (!exec) throw new Error('execProbe called without an exec adapter');
-      const nonce = options.nonce ?? observers.newNonce();
-      const command = options.command?.argv ?? observers.probeCommand(nonce);
-      const shellString = usesShellString(exec.arguments);
-      const rendered = renderCommand(exec.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
-      const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
-      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command });
-      return { nonce, command, arguments: args, outcome };
+    isolated: async (body) => {
+      // The next isolated run's server starts while this one runs: a fresh server each time, but
+      // its startup (most of a short sequence's cost) overlaps the sequence before it.
+      const fresh = await (spares.shift() ?? openIsolated());
+      spares.push(startSpare());
+      const own: MonitorLog = { calls: [], trapOwners: new Map(), findings: [], lingerMs: 0, observers: fresh.observers };
+      let value, error: unknown;
+      try {
+        value = await body(surface(fresh.connection, fresh.observers, own));
+      } catch (caught) {
+        error = caught;
+      } finally {
+        await fresh.connection.close().catch(() => undefined);
+      }
+      const observations = await fresh.observers.read();
+      const findings = monitor({ calls: own.calls, observations, launcherName: (path) => fresh.observers.launcherName(path), trapOwners: own.trapOwners, canonical: CANONICAL });
+      await fresh.remove();
+      return { value, error, calls: own.calls, observations, findings };
     },
   };
+  let decided: Map<string, Verdict>;
+  try {
+    decided = await scenario.run(ctx);
+  } finally {
+    // Spares no run took: stopped and removed.
+    await Promise.all(spares.splice(0).map(async (spare) => {
+      const unused = await spare.catch(() => undefined);
+      await unused?.connection.close().catch(() => undefined);
+      await unused?.remove();
+    }));
+  }
+  // Our own call rejected as invalid (a schema error, an unknown tool) says nothing of the server's
+  // sandboxing: the checks it fed could not run. Only calls that should have run count: a
+  // refusal of a call without authority may well come as "invalid params".
+  const rejected = log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
+  for (const check of scenario.checks) {
+    if (rejected && exec && check.needs.includes('exec') && !verdicts.has(check.id)) {
+      verdicts.set(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)} (the suite used the ${adapterDescription(exec)}; name the tool and its arguments with --exec-tool and --exec-args, or "exec" in the config)`));
+    }
+  }
+  for (const [id, verdict] of decided) if (!verdicts.has(id)) verdicts.set(id, verdict);
+}
+
+/** The calls a scenario (or one isolated run of it) makes on a connection, each registered with the monitor. */
+function callSurface(
+  plan: RunPlan,
+  scenario: Scenario,
+  connection: Connection,
+  observers: ScenarioObservers,
+  exec: ExecAdapter | undefined,
+  optedIn: boolean,
+  log: MonitorLog,
+): IsolatedContext {
+  // Codex's workspace-write state; its codexLinuxSandboxExe must work when a real codex enforces it.
+  const state = codexState('workspace-write', observers.workspaceDir, { linuxSandboxExe: plan.realCodex ?? observers.launcherPath });
   async function monitoredCall(tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions): Promise<RawOutcome> {
     const authority = authorityOf(sandbox, connection.transport);
     const call: MonitoredCall = {
@@ -498,20 +565,36 @@ async function runWithConnection(
       authorityCheck: options.authorityCheck,
     };
     log.calls.push(call);
-    call.outcome = await session.callTool(tool, args, sandbox, plan.options.callTimeoutMs);
+    call.outcome = await connection.session.callTool(tool, args, sandbox, plan.options.callTimeoutMs);
     return call.outcome;
   }
-  const decided = await scenario.run(ctx);
-  // Our own call rejected as invalid (a schema error, an unknown tool) says nothing of the server's
-  // sandboxing: the checks it fed could not run. Only calls that should have run count: a
-  // refusal of a call without authority may well come as "invalid params".
-  const rejected = log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
-  for (const check of scenario.checks) {
-    if (rejected && exec && check.needs.includes('exec') && !verdicts.has(check.id)) {
-      verdicts.set(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)} (the suite used the ${adapterDescription(exec)}; name the tool and its arguments with --exec-tool and --exec-args, or "exec" in the config)`));
-    }
-  }
-  for (const [id, verdict] of decided) if (!verdicts.has(id)) verdicts.set(id, verdict);
+  return {
+    transport: connection.transport,
+    session: connection.session,
+    handshake: connection.handshake,
+    observers,
+    exec,
+    state,
+    observe: () => observers.read(),
+    codexEntries: (s: unknown = state) => (optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
+    callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
+    plantTrap: async (name, where = {}, check = scenario.checks[0]!.id) => {
+      log.trapOwners.set(name, check);
+      const path = await observers.trap(name, where);
+      if (where.executable === false) await chmod(path, 0o644);
+      return path;
+    },
+    execProbe: async (sandbox, options = {}) => {
+      if (!exec) throw new Error('execProbe called without an exec adapter');
+      const nonce = options.nonce ?? observers.newNonce();
+      const command = options.command?.argv ?? observers.probeCommand(nonce);
+      const shellString = usesShellString(exec.arguments);
+      const rendered = renderCommand(exec.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
+      const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
+      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command });
+      return { nonce, command, arguments: args, outcome };
+    },
+  };
 }
 
 async function judgeCalls(log: MonitorLog): Promise<void> {
@@ -590,6 +673,7 @@ function toResult(
         expected: decided.expected,
         actual: decided.actual,
         diff: decided.diff,
+        ...(decided.counterexample ? { counterexample: decided.counterexample } : {}),
       };
     case 'skip':
       return { ...base, status: 'skip', reason: decided.reason, message: decided.message, ...(decided.blockedBy ? { blockedBy: decided.blockedBy } : {}) };

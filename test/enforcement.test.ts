@@ -1,5 +1,7 @@
-import { readdirSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+import { readdirSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { allScenarios } from '../suites/index.js';
@@ -21,10 +23,21 @@ const realCodex = 'path' in found ? found.path : undefined;
 if (!realCodex) console.warn(`enforcement tests with the real Codex skipped: ${'missing' in found ? found.missing : ''}`);
 
 function plan(server: { args: string[] } | { command: string; args: string[] }, ids: string[], withCodex = true): RunPlan {
-  const base = nodePlan('command' in server ? [] : server.args, {}, false);
+  const base = nodePlan('command' in server ? [] : server.args, {}, { http: false });
   if ('command' in server) base.targets.stdio = { kind: 'stdio', command: server.command, args: server.args, env: {} };
   return { ...base, realCodex: withCodex ? realCodex : undefined, select: (id) => ids.includes(id) };
 }
+
+interface SentState {
+  permissionProfile: { file_system: { entries: { path: { type: string; value?: { kind: string } } }[] } };
+  codexLinuxSandboxExe: unknown;
+  sandboxCwd: string;
+}
+/** The state the fake host sent on the scenario's tools/call (canaries included). */
+const sentState = (result: CheckResult): SentState => {
+  const call = result.transcript.find((e) => e.dir === 'host->server' && (e as { message: { method?: string } }).message.method === 'tools/call') as { message: { params: { _meta: Record<string, unknown> } } };
+  return call.message.params._meta['codex/sandbox-state'] as SentState;
+};
 
 const byStatus = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r.status]));
 const statusOf = (results: CheckResult[], status: CheckResult['status']) => results.filter((r) => r.status === status).map((r) => r.id).sort();
@@ -66,7 +79,15 @@ describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.ve
       [...ENFORCEMENT, 'forwarding/state-unchanged'].map((id) => `${id} pass`).sort(),
     );
     // The write outside was refused by the real sandbox, not by something else.
-    expect(report.results.find((r) => r.id === 'enforcement/no-writes-outside')?.message).toMatch(/Read-only file system/);
+    const outside = report.results.find((r) => r.id === 'enforcement/no-writes-outside')!;
+    expect(outside.message).toMatch(/Read-only file system/);
+    // Under Codex's own workspace-write state, which makes /tmp and $TMPDIR writable too.
+    const state = sentState(outside);
+    expect(state.permissionProfile.file_system.entries.map((e) => e.path.value?.kind ?? e.path.type)).toEqual(
+      ['root', 'path', 'slash_tmp', 'tmpdir', 'path', 'path', 'path', 'path'],
+    );
+    // A path that exists and works as the sandbox's Linux helper: the real codex, as Codex sends its own.
+    expect(state.codexLinuxSandboxExe).toBe(realCodex);
     expect(report.results.find((r) => r.id === 'enforcement/no-network')?.message).toMatch(/not permitted|refused|unreachable/i);
   });
 
@@ -76,6 +97,9 @@ describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.ve
     expect(byStatus(report.results)).toMatchObject({ 'enforcement/writes-inside-workspace': 'pass', 'enforcement/exit-status': 'pass' });
     const escape = report.results.find((r) => r.id === 'enforcement/no-writes-outside')!;
     expect(escape.actual).toMatchObject({ written: true, forwardedToCodex: [{ permissionProfile: { type: 'disabled' } }] });
+    // The escape is proven on a directory the state sent does not make writable: outside the workspace, /tmp and $TMPDIR.
+    const target = (escape.expected as { fileOutsideWritableRoots: string }).fileOutsideWritableRoots;
+    for (const root of [realpathSync(tmpdir()), realpathSync('/tmp'), fileURLToPath(sentState(escape).sandboxCwd)]) expect(relative(root, target).startsWith('..'), `${target} vs ${root}`).toBe(true);
     const network = report.results.find((r) => r.id === 'enforcement/no-network')!;
     expect(network.actual).toMatchObject({ connectionsToListener: 1 });
   });

@@ -14,7 +14,8 @@ import { lastLine, runCli } from './fixtures/run-cli.js';
 /**
  * Host mode (`mcp-sandbox-conformance host`): the broken-host fixture without defects passes
  * every check, each of its defects fails exactly the checks aimed at it, every check is failed
- * by some defect, and real Codex (the devDependency) passes every MUST check on both transports.
+ * by some defect, and real Codex 0.171.0 (the devDependency) fails host/state-follows-policy-change
+ * (its own defect, CONTRACT.md §4 HOST-2) and passes every other MUST check on both transports.
  */
 
 const brokenHost = join(root, 'fixtures/hosts/broken-host.mjs');
@@ -38,13 +39,14 @@ async function slot<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function runBroken(defects: string, checkIds?: string[], transports: ('stdio' | 'http')[] = ['stdio', 'http']) {
+function runBroken(defects: string, checkIds?: string[], transports: ('stdio' | 'http')[] = ['stdio', 'http'], policyChanges?: number) {
   return slot(() =>
     runHostMode({
       host: hostProgram(brokenHost),
       transports,
       timeoutMs: 60_000,
       jobs: 2,
+      policyChanges,
       env: { BROKEN_HOST_DEFECTS: defects },
       select: checkIds ? (id) => checkIds.includes(id) : undefined,
     }),
@@ -92,17 +94,23 @@ describe('the broken-host fixture', () => {
   const matrix: [defect: string, transports: ('stdio' | 'http')[], fails: string[]][] = [
     ['state-mismatch', ['stdio'], ['host/state-keys-identical']],
     ['launcher-over-http', ['http'], ['host/no-launcher-over-http']],
-    ['launcher-relative', ['stdio'], ['host/launcher-over-stdio', 'host/launcher-verified']],
+    ['launcher-relative', ['stdio'], ['host/launcher-over-stdio', 'host/launcher-verified', 'host/direct-call-sandbox-entries']],
     ['launcher-fails-probe', ['stdio'], ['host/launcher-verified']],
-    ['keys-without-opt-in', ['http'], ['host/no-sandbox-keys-without-opt-in']],
+    // The host's own keys reach the direct call to that server too.
+    ['keys-without-opt-in', ['http'], ['host/no-sandbox-keys-without-opt-in', 'host/direct-call-no-opt-in-stripped']],
     // Sandbox keys added to resource reads also break their verbatim forwarding.
     ['keys-on-list', ['stdio'], ['host/sandbox-keys-only-on-tools-call', 'host/resource-read-null-meta', 'host/resource-read-meta-forwarded']],
     ['stale-cwd-after-first-call', ['stdio'], ['host/each-call-current-entries']],
-    ['stale-state-across-turns', ['http'], ['host/state-follows-policy-change']],
-    // The caller's stale copies differ from each other, so passing them through also breaks HOST-1.
-    ['keeps-caller-sandbox-meta', ['stdio', 'http'], ['host/stale-entries-replaced', 'host/no-launcher-over-http', 'host/state-keys-identical']],
+    ['state-lags-policy-change', ['stdio', 'http'], ['host/state-follows-policy-change']],
+    // The caller's stale copies differ from each other, so passing them through also breaks HOST-1;
+    // they reach the server that did not opt in as well.
+    ['keeps-caller-sandbox-meta', ['stdio', 'http'], ['host/stale-entries-replaced', 'host/no-launcher-over-http', 'host/state-keys-identical', 'host/direct-call-no-opt-in-stripped']],
     ['drops-unrelated-meta', ['stdio'], ['host/unrelated-meta-kept', 'host/direct-call-meta-verbatim']],
     ['keeps-caller-thread-id', ['http'], ['host/direct-call-thread-id']],
+    ['no-sandbox-entries-on-direct-calls', ['stdio', 'http'], ['host/direct-call-sandbox-entries']],
+    ['keeps-sandbox-meta-without-opt-in', ['stdio'], ['host/direct-call-no-opt-in-stripped']],
+    ['keeps-caller-progress-token', ['http'], ['host/direct-call-progress-token']],
+    ['progress-token-appended', ['stdio'], ['host/direct-call-progress-token']],
     ['accepts-non-object-tool-meta', ['stdio'], ['host/direct-call-non-object-meta']],
     ['accepts-reserved-resource-keys', ['http'], ['host/resource-read-reserved-keys']],
     ['accepts-non-object-resource-meta', ['stdio'], ['host/resource-read-non-object-meta']],
@@ -131,7 +139,8 @@ describe('the broken-host fixture', () => {
     test.each(matrix)('%s', async (defect, transports, fails) => {
       const scenarios = new Set(fails.map((id) => scenarioOf.get(id)!));
       const judged = hostChecks.filter((c) => scenarios.has('exec + app-server') || scenarios.has(c.scenario)).map((c) => c.id);
-      const report = await runBroken(defect, judged, transports);
+      // The fixture's defects show on every policy change, so a few changes are enough here.
+      const report = await runBroken(defect, judged, transports, 3);
       const failing = report.results.filter((r) => r.status === 'fail' || r.status === 'warn').map(key).sort();
       const expected = report.results.filter((r) => fails.includes(r.id)).map(key).sort();
       expect(failing, report.results.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`).join('\n')).toEqual(expected);
@@ -147,7 +156,7 @@ describe('the broken-host fixture', () => {
       for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`(FAIL|WARN)\\s+${check.id}\\s+${transport}\\s`));
     }
     expect(stdout).not.toMatch(/^PASS/m);
-    expect(lastLine(stdout)).toMatch(/^0 passed, \d+ failed, 0 skipped, 2 warnings$/);
+    expect(lastLine(stdout)).toMatch(/^0 passed, \d+ failed, 0 skipped$/);
     expect(hostRunDirs()).toEqual([]);
   }, 180_000);
 });
@@ -156,7 +165,7 @@ describe('the CLI', () => {
   test('host --help documents the host and the transports', async () => {
     const { code, stdout } = await cli(['host', '--help']);
     expect(code).toBe(0);
-    for (const flag of ['--codex', '--transport', '--think-ms', '--only', 'BROKEN_HOST_DEFECTS']) expect(stdout).toContain(flag);
+    for (const flag of ['--codex', '--transport', '--think-ms', '--policy-changes', '--only', 'BROKEN_HOST_DEFECTS']) expect(stdout).toContain(flag);
   });
   test('host --list and --explain show the host checks', async () => {
     const list = await cli(['host', '--list']);
@@ -169,23 +178,36 @@ describe('the CLI', () => {
   test('usage errors exit 2, a missing host exits 4', async () => {
     expect((await cli(['host', '--transport', 'carrier-pigeon'])).code).toBe(2);
     expect((await cli(['host', '--only', 'nothing/*'])).code).toBe(2);
+    expect((await cli(['host', '--policy-changes', '0'])).code).toBe(2);
     const missing = await cli(['host', '--codex', '/nonexistent/codex']);
     expect(missing.code).toBe(4);
     expect(missing.stderr).toContain('/nonexistent/codex');
   });
 });
 
-describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` (skipped: ${realCodex.missing})` : ''}`, () => {
-  test('passes every MUST host check over stdio and HTTP (exit 0)', async () => {
-    const { code, stdout, ms } = await slot(() => cli(['host']));
-    console.log(`host mode against real Codex: ${ms} ms`);
-    expect(code, stdout).toBe(0);
-    for (const check of hostChecks.filter((c) => c.level === 'MUST')) {
+/**
+ * Codex 0.171.0 sends the previous policy's state after some policy changes, at random (a race;
+ * CONTRACT.md §4 HOST-2; README, "A Codex defect found by host mode"). Measured on the 2-core
+ * machine: under load (load average 6-16) 60 of 60 app-server sessions found it within 12 or 24
+ * changes; the worst case was a nearly idle machine (load 1-2), where 4 of 15 stdio sessions of 12
+ * changes found no stale turn (HTTP: 0 of 5). Taking a block of 12 changes as an independent draw
+ * missing with 4/15, a transport misses 48 changes with (4/15)^4 = 0.5 %, and this test fails only
+ * if both transports miss: about 2.5e-5 per run (and about 0 under load).
+ */
+const REAL_CODEX_CHANGES = 48;
+
+describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` (skipped: ${realCodex.missing})` : ` ${realCodex.version}`}`, () => {
+  const version = 'missing' in realCodex ? undefined : realCodex.version;
+  test.skipIf(version !== '0.171.0')('0.171.0: host mode finds its stale state after a policy change (exit 1) and passes every other MUST check', async () => {
+    const { code, stdout, ms } = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES)]));
+    console.log(`host mode against real Codex, ${REAL_CODEX_CHANGES} policy changes: ${ms} ms`);
+    expect(code, stdout).toBe(1);
+    for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
       for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
     }
-    // Codex 0.171.0 keeps sending the workspace-write state after a turn switches to read-only
-    // (see README, "Host mode"); a warning today. A Codex that fixes it passes.
-    expect(stdout).toMatch(/(WARN|PASS)\s+host\/state-follows-policy-change\s+stdio\s/);
+    expect(stdout).toMatch(/FAIL\s+host\/state-follows-policy-change\s+(stdio|http)\s/);
+    // A stale turn: the state is the other policy's while the turn metadata names the turn's own.
+    expect(stdout).toMatch(/~ turn\/\d+ \w+: the turn's policy is ([a-z-]+), the state sent describes (?!\1)[a-z-]+, x-codex-turn-metadata\.sandbox_mode is "\1"/);
     expect(hostRunDirs()).toEqual([]);
   }, 300_000);
 });

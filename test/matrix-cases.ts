@@ -60,6 +60,12 @@ export const matrix: Record<string, Case> = {
   'reruns-when-launcher-fails': { fail: ['launcher/broken-sandbox-not-bypassed'] },
   'harmless-commands-direct': { fail: ['execution/inside-launch'] },
   'every-third-call-direct': { fail: ['execution/inside-launch'] },
+  // Defects that need three or more calls on one process in a pattern no fixed scenario has:
+  // every fixed check passes them; exploration catches each (test/explore.test.ts).
+  'direct-after-two-successes': { fail: [] },
+  'round-robin-workers': { fail: [] },
+  'pins-workspace-after-repeat': { fail: [] },
+  'launcher-cache-by-state': { fail: [] },
   'relative-launcher-in-workspace': { fail: ['launcher/relative-path', AFTER_SUCCESS] },
   'launcher-from-arguments-over-http': { http: true, fail: ['authority/arguments-are-not-authority'] },
   'latest-state-per-workspace': { fail: [], warn: ['authority/concurrent-same-workspace'] },
@@ -95,6 +101,7 @@ export const matrix: Record<string, Case> = {
   'catalog-varies': { http: true, fail: both('catalog/same-across-startups') },
   'catalog-varies-opted-out': { http: true, fail: [], warn: both('catalog/no-cache-opt-out') },
   'catalog-changes-silently': { http: true, fail: both('catalog/stable-on-relist') },
+  'catalog-refuses-inventory': { fail: [], warn: ['catalog/inventory-connection'] },
   // Slow only when 4+ instances run at once (the catalog burst); stdio only, one job, so only that burst crowds.
   'slow-when-crowded': {
     only: 'catalog/',
@@ -104,6 +111,13 @@ export const matrix: Record<string, Case> = {
     variant: { http: false, jobs: 1, env: { SLOW_WHEN_CROWDED_MS: '12000', CROWD_KEY: 'over-budget' } },
   },
 };
+
+/**
+ * Mutants whose defect needs three or more calls on one process, in a pattern no fixed scenario
+ * has: the matrix above proves every fixed check passes them; test/explore.test.ts proves that
+ * exploration (explore/sequences-hold-contract) catches each one.
+ */
+export const ONLY_EXPLORATION_FINDS = ['direct-after-two-successes', 'round-robin-workers', 'pins-workspace-after-repeat', 'launcher-cache-by-state'];
 
 /** Runs every case whose index has the given parity: the table is split over two test files so
  * that both vitest workers share it. */

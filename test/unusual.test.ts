@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
+import { EXPLORE_DEFAULTS } from '../suites/explore.js';
 import { allScenarios } from '../suites/index.js';
 import { runSuite } from '../suites/runner.js';
 import { nodePlan, root } from './helpers.js';
@@ -32,6 +33,7 @@ const CORE = [
   'launcher/absent-fails-closed',
   'resources/read-without-sandbox-keys',
   'resources/read-with-caller-meta',
+  'explore/sequences-hold-contract',
 ];
 const HTTP = ['transport/http-fails-closed', 'transport/http-ignores-launcher'];
 
@@ -54,7 +56,8 @@ const variants: Record<string, Variant> = {
 describe.concurrent('correct servers unlike the reference', () => {
   for (const [variant, { http, session, mustPass }] of Object.entries(variants)) {
     test(variant, { timeout: 300_000 }, async () => {
-      const plan = nodePlan([unusualServer, variant], {}, { http });
+      // Exploration too, on a smaller budget than a default run's: random sequences must not trip a correct server either.
+      const plan = nodePlan([unusualServer, variant], { explore: { ...EXPLORE_DEFAULTS, runs: 6 } }, { http });
       plan.session = session;
       const { results } = await runSuite(plan, allScenarios);
       const line = (r: (typeof results)[number]) => `${r.transport} ${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}: ${r.message ?? ''}`;

@@ -1,7 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CANARY, resourceReadMeta } from '../harness/codex-wire.js';
+import { withoutCanaries } from '../harness/host-mode/differential.js';
 import { allScenarios } from '../suites/index.js';
+import { DEFAULT_CALLER_META } from '../suites/resources.js';
 import { runSuite } from '../suites/runner.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
 import { nodePlan, referenceServer, root } from './helpers.js';
@@ -12,12 +16,15 @@ const captured = wire.stdio['workspace-write, capability codex/sandbox-state'];
 
 type Message = { id?: number; method?: string; params?: Record<string, unknown> };
 let sent: Message[] = [];
+let resourceReads: Message[] = [];
 
 beforeAll(async () => {
-  const plan = { ...nodePlan([referenceServer]), select: (id: string) => id === 'aliases/both-keys' };
+  const plan = { ...nodePlan([referenceServer], {}, { http: false }), select: (id: string) => id === 'aliases/both-keys' || id === 'resources/read-with-caller-meta' };
   const report = await runSuite(plan, allScenarios);
-  const transcript = report.results[0]!.transcript as TranscriptEntry[];
-  sent = transcript.filter((e) => e.dir === 'host->server').map((e) => (e as { message: Message }).message);
+  const messages = (id: string) =>
+    (report.results.find((r) => r.id === id)!.transcript as TranscriptEntry[]).filter((e) => e.dir === 'host->server').map((e) => (e as { message: Message }).message);
+  sent = messages('aliases/both-keys');
+  resourceReads = messages('resources/read-with-caller-meta').filter((m) => m.method === 'resources/read');
 });
 
 const shape = (value: unknown): unknown =>
@@ -54,11 +61,34 @@ describe('the fake host speaks as Codex 0.171.0 did over stdio', () => {
     expect(Object.keys(meta['codex/sandbox-launcher'] as object)).toEqual(['codexExecutable']);
     expect((meta['codex/sandbox-launcher'] as { codexExecutable: string }).codexExecutable).toMatch(/^\/.*\/codex$/);
   });
-  test('the state keeps Codex top-level fields and order, with canaries added at the end', () => {
+  test("the state is Codex's workspace-write state, field for field and in order, with canaries added on top", () => {
     const meta = sent.find((m) => m.method === 'tools/call')!.params!._meta as Record<string, unknown>;
     const state = meta['codex/sandbox-state'] as Record<string, unknown>;
     const codexState = captured.tools_call_request_from_codex.params._meta['codex/sandbox-state'];
-    expect(Object.keys(state).slice(0, 5).sort()).toEqual(Object.keys(codexState).sort());
     expect(state.sandboxCwd).toMatch(/^file:\/\/\/.*work%20space$/);
+    // Without the canaries and with the capture's paths, it is the captured state, byte for byte.
+    const workspace = fileURLToPath(state.sandboxCwd as string);
+    const launcher = (meta['codex/sandbox-launcher'] as { codexExecutable: string }).codexExecutable;
+    expect(state.codexLinuxSandboxExe).toBe(launcher); // Codex's own executable, as Codex sends it from a temp CODEX_HOME
+    const normalized = JSON.stringify(withoutCanaries(state))
+      .replaceAll(JSON.stringify(launcher).slice(1, -1), '/opt/codex/bin/codex')
+      .replaceAll(JSON.stringify(pathToFileURL(workspace).href).slice(1, -1), 'file:///home/dev/project')
+      .replaceAll(JSON.stringify(workspace).slice(1, -1), '/home/dev/project');
+    expect(normalized).toBe(JSON.stringify(codexState));
+    // The canaries come after Codex's own fields, at each level they sit in.
+    expect(Object.keys(state).slice(5)).toEqual([CANARY.topLevel, CANARY.fidelity]);
+    expect(Object.keys(state.permissionProfile as object).at(-1)).toBe(CANARY.inProfile);
+  });
+  test('resources/read: _meta always, before uri; caller entries in order, then the progress token', () => {
+    expect(resourceReads).toHaveLength(2);
+    const [plain, withCaller] = resourceReads;
+    expect(Object.keys(plain!.params!)).toEqual(['_meta', 'uri']);
+    expect(plain!.params!._meta).toEqual({ progressToken: expect.any(Number) });
+    expect(Object.keys(withCaller!.params!)).toEqual(['_meta', 'uri']);
+    expect(Object.keys(withCaller!.params!._meta as object)).toEqual([...Object.keys(DEFAULT_CALLER_META), 'progressToken']);
+  });
+  test('a caller progressToken is overwritten where it stands (as Codex does)', () => {
+    expect(Object.entries(resourceReadMeta({ a: 1, progressToken: 'caller', z: 2 }, 7))).toEqual([['a', 1], ['progressToken', 7], ['z', 2]]);
+    expect(resourceReadMeta(undefined, 3)).toEqual({ progressToken: 3 });
   });
 });

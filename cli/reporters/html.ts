@@ -2,6 +2,7 @@ import type { Status } from '../../suites/model.js';
 import type { ReportedResult } from '../baseline.js';
 import { jsonSafe, neutralizeMultiline } from '../sanitize.js';
 import { formatTranscript, transcriptKey } from '../transcripts.js';
+import { counterexampleLines } from './counterexample.js';
 import { blockedNote, summaryLine, tally } from './human.js';
 import { asText, CONTRACT, execSummary, hasBothTransports, STATUS_ORDER, truncate, type ReportData } from './index.js';
 
@@ -46,6 +47,9 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
     // A problem's diff is what the reader came for: unfolded from the start.
     const open = ['fail', 'warn', 'error', 'xpass'].includes(result.status) ? ' open' : '';
     parts.push(`<details class="diff"${open}><summary>diff, expected → actual (${result.diff.length} line${result.diff.length === 1 ? '' : 's'})</summary><pre>${diffHtml(result.diff)}</pre></details>`);
+  }
+  if (result.counterexample) {
+    parts.push(`<details class="sequence" open><summary>minimal failing sequence (${result.counterexample.steps.length} steps; replay <code>${esc(result.counterexample.replay)}</code>)</summary><pre>${esc(counterexampleLines(result.counterexample).join('\n'))}</pre></details>`);
   }
   if (result.expected !== undefined || result.actual !== undefined) {
     const pane = (label: string, value: unknown) =>

@@ -3,6 +3,7 @@ import type { RunReport } from '../../suites/runner.js';
 import type { CheckDef, CheckResult, Status } from '../../suites/model.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';
+import { counterexampleLines } from './counterexample.js';
 import { execSummary } from './index.js';
 
 /** The terminal gets no CR at all: CRLF becomes LF, a lone CR shows as "\\r". */
@@ -130,6 +131,7 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
   if (info) out.push(c.dim(defuseWorkflowCommands(`server: ${neutralize(String(info.name ?? '?'))} ${neutralize(String(info.version ?? ''))}`.trimEnd())));
   const exec = execSummary(report);
   if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));
+  if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   if (report.startFailure) {
     const [first, ...more] = messageLines('', report.startFailure.message, '');
     out.push('', c.red.bold(`The target failed to start: ${first}`), ...untrusted(more));
@@ -174,6 +176,7 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
       } else if (result.expected !== undefined || result.actual !== undefined) {
         details.push(c.dim(`${indent}(expected and actual in full: --verbose, or the JSON report)`));
       }
+      if (result.counterexample) details.push(...counterexampleLines(result.counterexample).map((line) => `${indent}${line}`));
       out.push(...untrusted(details));
       if (def && result.status !== 'xpass') out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
     }

@@ -1,5 +1,5 @@
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import type { Level, SkipReason, Status } from '../../suites/model.js';
+import type { Counterexample, Level, SkipReason, Status } from '../../suites/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import { jsonSafe } from '../sanitize.js';
@@ -33,6 +33,8 @@ export interface CheckRecord {
   expected?: unknown;
   actual?: unknown;
   diff?: string[];
+  /** For an exploration failure: the minimal call sequence, step by step, and how to replay it. */
+  counterexample?: Counterexample;
   /** For xfail and xpass: the baseline entry that listed the check, and what the check did. */
   baseline?: { id: string; reason: string; transport?: 'stdio' | 'http'; was: Status };
   transcript: { entries: number; file?: string };
@@ -50,6 +52,8 @@ export interface ReportDocument {
   /** The exec tool and arguments template the run used, and where they came from; null when none resolved. Absent when the target never started. */
   exec?: (ExecAdapter & { description: string }) | null;
   startFailure?: { message: string; stderrTail: string };
+  /** How the run contained the processes it started (a PID namespace per server, or the sweep only). */
+  containment?: { mechanism: 'pid-namespace' | 'sweep'; detail: string };
   failOn: 'must' | 'should';
   exitCode: number;
   summary: { total: number; passed: number; failed: number; skipped: number; warnings: number; errors: number; xfail: number; xpass: number };
@@ -79,6 +83,7 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(r.expected !== undefined ? { expected: r.expected } : {}),
       ...(r.actual !== undefined ? { actual: r.actual } : {}),
       ...(r.diff !== undefined ? { diff: r.diff } : {}),
+      ...(r.counterexample !== undefined ? { counterexample: r.counterexample } : {}),
       ...(r.baseline ? { baseline: { ...r.baseline.entry, was: r.baseline.was } } : {}),
       transcript: { entries: r.transcript.length, ...(file ? { file } : {}) },
       durationMs: r.durationMs,
@@ -96,6 +101,7 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(report.capabilities !== undefined ? { capabilities: redactValue(report.capabilities) } : {}),
     },
     ...(report.startFailure ? { startFailure: { message: report.startFailure.message, stderrTail: report.startFailure.stderrTail } } : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
+    ...(report.containment ? { containment: report.containment } : {}),
     failOn: data.failOn,
     exitCode: data.exitCode,
     summary: {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { isObject } from '../json.js';
 import { killProcessGroup } from '../process-group.js';
 import type { HostProgram } from './host-program.js';
 import { trackGroup, untrackGroup } from './live.js';
@@ -19,9 +20,6 @@ interface Pending {
   resolve: (outcome: AppOutcome) => void;
   timer: NodeJS.Timeout;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * A client of `codex app-server` (JSON-RPC 2.0, one JSON object per line on stdio, no

@@ -18,6 +18,8 @@ export interface HostConfig {
   /** The MCP servers, by name (the name is the model's namespace `mcp__<name>`). */
   servers: Record<string, McpServerConfig>;
   sandboxMode: 'read-only' | 'workspace-write' | 'danger-full-access';
+  /** `[sandbox_workspace_write] network_access` (default: left out, so off). */
+  networkAccess?: boolean;
 }
 
 export const PROVIDER = 'conformance_scripted';
@@ -57,6 +59,7 @@ export function renderConfig(config: HostConfig): string {
     `[projects.${str(config.workspace)}]`,
     `trust_level = "trusted"`,
   ];
+  if (config.networkAccess !== undefined) lines.push('', `[sandbox_workspace_write]`, `network_access = ${config.networkAccess}`);
   for (const [name, server] of Object.entries(config.servers)) {
     lines.push('', `[mcp_servers.${key(name)}]`);
     if (server.transport === 'stdio') lines.push(`command = ${str(server.command)}`, `args = [${server.args.map(str).join(', ')}]`);

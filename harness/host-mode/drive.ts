@@ -19,8 +19,9 @@ import { RECORDING_RESOURCE, RECORDING_TOOL, readRecording, startRecordingServer
  *  - exec: `<host> exec` with a scripted model that makes two calls in a row to the opted-in
  *    recording server, then one to a recording server that did not opt in.
  *  - app-server: `<host> app-server` over JSON-RPC: direct `mcpServer/tool/call`s with caller
- *    `_meta`, `mcpServer/resource/read`s with reserved, non-object, null and plain `_meta`, then
- *    four turns that alternate the sandbox policy (workspace-write, read-only, ...), one model call each.
+ *    `_meta` (also to a recording server that did not opt in), `mcpServer/resource/read`s with
+ *    reserved, non-object, null and plain `_meta`, then turns that alternate the sandbox policy
+ *    (workspace-write, read-only, ...), one model call each.
  *
  * Each run gets a fresh temp dir (private CODEX_HOME, a workspace whose name has a space, the
  * logs), removed afterwards; every process it starts is stopped, on failure too.
@@ -43,7 +44,20 @@ export interface DriveOptions {
   tmpParent?: string;
   /** Extra environment for the host (e.g. BROKEN_HOST_DEFECTS for the broken-host fixture). */
   env?: Record<string, string>;
+  /** The exec run's sandbox mode and network access (default workspace-write, no network: the differential test varies them). */
+  sandboxMode?: HostConfig['sandboxMode'];
+  networkAccess?: boolean;
+  /** App-server turns after the first, each one changing the sandbox policy (default POLICY_CHANGES). */
+  policyChanges?: number;
 }
+
+/** How many times the app-server session changes the policy between turns, unless told otherwise. */
+export const POLICY_CHANGES = 24;
+/** The turn/start overrides the changes cycle through (the first turn runs under the config's workspace-write). */
+const POLICY_CYCLE: { mode: TurnStep['mode']; sandboxPolicy: Record<string, unknown> }[] = [
+  { mode: 'read-only', sandboxPolicy: { type: 'readOnly' } },
+  { mode: 'workspace-write', sandboxPolicy: { type: 'workspaceWrite' } },
+];
 
 interface RunDirs {
   root: string;
@@ -126,7 +140,8 @@ export async function observeExec(options: DriveOptions): Promise<ExecObservatio
       workspace: dirs.workspace,
       modelBaseUrl: baseUrl,
       servers: { [SERVER]: servers[0]!.config, [PLAIN_SERVER]: servers[1]!.config },
-      sandboxMode: 'workspace-write',
+      sandboxMode: options.sandboxMode ?? 'workspace-write',
+      networkAccess: options.networkAccess,
     };
     writeConfig(config);
     const run = await runProcess(options.host, ['exec', '--skip-git-repo-check', 'Call the record tool of each MCP server.'], dirs.workspace, hostEnv(options, dirs.codexHome), options.timeoutMs);
@@ -218,6 +233,8 @@ export interface AppObservation {
   steps: AppStep[];
   turns: TurnStep[];
   records: RecordedMessage[];
+  /** What the server that did not opt in received (direct calls only). */
+  plainRecords: RecordedMessage[];
   stderr: string;
   problems: string[];
   /** The launcher probe on every codexExecutable sent, run while the host was still running. */
@@ -241,6 +258,8 @@ export const APP_INPUTS = {
     [LAUNCHER_KEY]: { codexExecutable: '/nonexistent/stale/codex' },
     'x-conformance-unrelated': 'kept',
   },
+  /** A caller progressToken between two unrelated entries: the host overwrites it in place (HOST-4). */
+  progressTokenMeta: { 'x-conformance-before': 1, progressToken: 'caller-progress-token', 'x-conformance-after': 2 },
   toolNonObjectMeta: [['not', 'a', 'map'], 'a string'] as unknown[],
   /** Host-owned keys a caller may not put in resource-read `_meta` (HOST-3). */
   reservedResourceKeys: {
@@ -255,13 +274,14 @@ export const APP_INPUTS = {
 export const toolMarker = (name: string) => `conformance:${name}`;
 export const resourceMarker = (name: string) => `${RECORDING_RESOURCE}?attempt=${encodeURIComponent(name)}`;
 
-/** Direct calls, resource reads, then four model turns alternating workspace-write and read-only. */
+/** Direct calls, resource reads, then model turns alternating workspace-write and read-only. */
 export async function observeAppServer(options: DriveOptions): Promise<AppObservation> {
   const started = Date.now();
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   const dirs = makeRunDirs(`app-${options.transport}`, options.tmpParent);
   const model = new ScriptedModel({ calls: [{ server: SERVER, tool: RECORDING_TOOL }], thinkMs: options.thinkMs });
   let server: RecordingServer | undefined;
+  let plain: RecordingServer | undefined;
   let client: AppServerClient | undefined;
   const observation: AppObservation = {
     transport: options.transport,
@@ -269,6 +289,7 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
     steps: [],
     turns: [],
     records: [],
+    plainRecords: [],
     stderr: '',
     problems: model.problems,
     launcherProbes: {},
@@ -278,8 +299,12 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
   const budget = () => Math.max(1, Math.min(requestTimeoutMs, deadline - Date.now()));
   try {
     const baseUrl = await model.start();
-    server = await startRecordingServer(options.transport, join(dirs.root, 'rec.jsonl'), 'current');
-    writeConfig({ codexHome: dirs.codexHome, workspace: dirs.workspace, modelBaseUrl: baseUrl, servers: { [SERVER]: server.config }, sandboxMode: 'workspace-write' });
+    [server, plain] = await Promise.all([
+      startRecordingServer(options.transport, join(dirs.root, 'rec.jsonl'), 'current'),
+      startRecordingServer(options.transport, join(dirs.root, 'rec-plain.jsonl'), 'none'),
+    ]);
+    const servers = { [SERVER]: server.config, [PLAIN_SERVER]: plain.config };
+    writeConfig({ codexHome: dirs.codexHome, workspace: dirs.workspace, modelBaseUrl: baseUrl, servers, sandboxMode: 'workspace-write' });
     client = new AppServerClient(options.host, hostEnv(options, dirs.codexHome), dirs.workspace);
     await client.start();
     const app = client;
@@ -295,13 +320,15 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
       const outcome = await app.request(method, params, budget());
       observation.steps.push({ name, method, params, outcome, marker });
     };
-    const toolCall = (name: string, meta: unknown) =>
-      step(name, 'mcpServer/tool/call', { server: SERVER, threadId, tool: RECORDING_TOOL, arguments: { note: toolMarker(name) }, _meta: meta }, toolMarker(name));
+    const toolCall = (name: string, meta: unknown, target = SERVER) =>
+      step(name, 'mcpServer/tool/call', { server: target, threadId, tool: RECORDING_TOOL, arguments: { note: toolMarker(name) }, _meta: meta }, toolMarker(name));
     const resourceRead = (name: string, meta: unknown) =>
       step(name, 'mcpServer/resource/read', { server: SERVER, threadId, uri: resourceMarker(name), _meta: meta }, resourceMarker(name));
 
     await toolCall('tool-call/verbatim', APP_INPUTS.verbatimMeta);
     await toolCall('tool-call/stale-sandbox-entries', APP_INPUTS.staleMeta);
+    await toolCall('tool-call/caller-progress-token', APP_INPUTS.progressTokenMeta);
+    await toolCall('tool-call/no-opt-in-stale-entries', APP_INPUTS.staleMeta, PLAIN_SERVER);
     for (const [i, meta] of APP_INPUTS.toolNonObjectMeta.entries()) await toolCall(`tool-call/non-object-meta/${i}`, meta);
     for (const [key, value] of Object.entries(APP_INPUTS.reservedResourceKeys)) {
       await resourceRead(`resource-read/reserved/${key}`, { [key]: value, 'x-conformance-unrelated': 1 });
@@ -320,12 +347,13 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
       const callIds = model.requests.slice(before).map((r) => r.answered).filter((a) => a !== 'message');
       observation.turns.push({ name, mode, sandboxPolicy, start, completed: Boolean(done), callIds });
     };
-    // The policy alternates: Codex 0.171.0 only sometimes sends the previous turn's state after a
-    // change, so two narrowing switches give two chances to see it.
+    // Every turn after the first changes the policy: Codex 0.171.0 only sometimes sends the
+    // previous policy's state after a change (CONTRACT.md HOST-2), so each change is one more chance.
     await turn('turn/1 config (workspace-write)', 'workspace-write');
-    await turn('turn/2 readOnly', 'read-only', { type: 'readOnly' });
-    await turn('turn/3 workspaceWrite', 'workspace-write', { type: 'workspaceWrite' });
-    await turn('turn/4 readOnly', 'read-only', { type: 'readOnly' });
+    for (let i = 0; i < (options.policyChanges ?? POLICY_CHANGES); i++) {
+      const { mode, sandboxPolicy } = POLICY_CYCLE[i % POLICY_CYCLE.length]!;
+      await turn(`turn/${i + 2} ${String(sandboxPolicy.type)}`, mode, sandboxPolicy);
+    }
   } catch (error) {
     observation.problems.push((error as Error).message);
   } finally {
@@ -335,9 +363,10 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
     if (diedEarly) observation.problems.push(`${options.host.display} app-server: ${diedEarly}: ${lastLines(client!.stderr)}`);
     await client?.close();
     observation.stderr = client?.stderr ?? '';
-    await server?.stop();
+    await Promise.all([server?.stop(), plain?.stop()]);
     await model.stop();
     observation.records = readRecording(join(dirs.root, 'rec.jsonl'));
+    observation.plainRecords = readRecording(join(dirs.root, 'rec-plain.jsonl'));
     removeRunDirs(dirs);
     observation.durationMs = Date.now() - started;
   }

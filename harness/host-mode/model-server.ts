@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isObject } from '../json.js';
 
 /**
  * A scripted model provider on loopback, speaking the subset of the OpenAI Responses API (over
@@ -29,9 +30,6 @@ export interface ModelRequest {
 }
 
 export const namespaceOf = (server: string): string => `mcp__${server}`;
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `mcp__<server>` namespaces and plain function names, as the host offered them. */
 function offeredTools(body: Record<string, unknown>): string[] {

@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse as parseJunit, type TestCase } from 'junit2json';
+import { parse as parseJunit, type Property, type TestCase } from 'junit2json';
 import { afterAll, describe, expect, test } from 'vitest';
 import { escapeData, escapeProperty, renderGithub } from '../../cli/reporters/github.js';
 import { renderHtml } from '../../cli/reporters/html.js';
@@ -286,7 +286,8 @@ describe('could-not-run blocked by another check', () => {
     const cases = (doc as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []);
     const argv = cases.find((c) => c.name === 'argv-shape')!;
     expect(argv.skipped![0]!.message).toBe('could-not-run (blocked by launcher/runs-given-executable, an expected failure): no launch served the control call');
-    expect(argv.properties).toContainEqual({ name: 'blockedBy', value: 'launcher/runs-given-executable' });
+    // junit2json parses a testcase's <properties> but its TestCase type leaves them out.
+    expect((argv as TestCase & { properties?: Property[] }).properties).toContainEqual({ name: 'blockedBy', value: 'launcher/runs-given-executable' });
     const plain = await parseJunit(renderJunit(blockedData()));
     const plainCases = (plain as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []);
     expect(plainCases.find((c) => c.name === 'state-fidelity')!.skipped![0]!.message).toBe('could-not-run (blocked by forwarding/state-unchanged): no forwarded state to judge');

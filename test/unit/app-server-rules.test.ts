@@ -29,4 +29,9 @@ describe('resource read caller _meta, as Codex app-server judges it (HOST-3)', (
     expect(result).toEqual({ ok: true, forwarded: { b: 1, a: { z: null }, progressToken: 4 } });
     expect(Object.keys((result as { forwarded: object }).forwarded)).toEqual(['b', 'a', 'progressToken']);
   });
+  test('a caller progressToken is overwritten in place, not moved to the end', () => {
+    const result = checkResourceReadMeta({ b: 1, progressToken: 'caller', a: 2 }, 'docs', 4);
+    expect(result).toEqual({ ok: true, forwarded: { b: 1, progressToken: 4, a: 2 } });
+    expect(Object.keys((result as { forwarded: object }).forwarded)).toEqual(['b', 'progressToken', 'a']);
+  });
 });

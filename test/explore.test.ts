@@ -1,0 +1,56 @@
+import { describe, expect, test } from 'vitest';
+import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/explore.js';
+import type { CheckResult } from '../suites/model.js';
+import { mutantsServer, referenceServer, runAgainst } from './helpers.js';
+import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
+
+/**
+ * Exploration finds what no fixed scenario does. These mutants break the contract only after two
+ * or more earlier calls on the same process (test/matrix-cases.ts proves every fixed scenario
+ * passes them); the default exploration budget, with the default seed, must catch each one and
+ * shrink it to at most four steps. (The reference passes the default exploration in
+ * test/matrix.test.ts, with every other check.)
+ */
+/** Defects the fixed scenarios also find: exploration must not miss them either. */
+const FIXED_ALSO_FIND = ['fails-closed-until-success', 'every-third-call-direct'];
+
+const exploreOnly = { http: false, select: (id: string) => id === sequencesHoldContract.id };
+const explored = (results: CheckResult[]) => results.find((r) => r.id === sequencesHoldContract.id && r.transport === 'stdio')!;
+/** One exploration per mutant, shared by the tests that look at it (each costs dozens of server starts). */
+const explorations = new Map<string, Promise<CheckResult>>();
+const exploration = (mutant: string) => {
+  if (!explorations.has(mutant)) explorations.set(mutant, runAgainst([mutantsServer, mutant], { explore: EXPLORE_DEFAULTS }, exploreOnly).then((r) => explored(r.results)));
+  return explorations.get(mutant)!;
+};
+
+describe.concurrent('exploration', () => {
+  for (const mutant of [...ONLY_EXPLORATION_FINDS, ...FIXED_ALSO_FIND]) {
+    test(`${mutant}: caught, and shrunk to at most four steps`, async () => {
+      const result = await exploration(mutant);
+      expect(result.status, result.message).toBe('fail');
+      const counterexample = result.counterexample!;
+      expect(counterexample.steps.length).toBeGreaterThan(0);
+      expect(counterexample.steps.length).toBeLessThanOrEqual(4);
+      expect(counterexample.broken.length).toBeGreaterThan(0);
+      expect(counterexample.replay).toMatch(/^-?\d+:\d+(:\d+)*(@\S*)?$/);
+    }, 300_000);
+  }
+
+  test('a shrunk counterexample replays by its seed and path: the same steps fail again, and the reference passes them', async () => {
+    const found = (await exploration('round-robin-workers')).counterexample!;
+    const [seed, ...path] = found.replay.split(':');
+    const replay = { seed: Number(seed), path: path.join(':') };
+    const again = explored((await runAgainst([mutantsServer, 'round-robin-workers'], { explore: { ...EXPLORE_DEFAULTS, replay } }, exploreOnly)).results);
+    expect(again.status).toBe('fail');
+    expect(again.counterexample!.shrinks).toBe(0);
+    expect(again.counterexample!.steps.map((s) => s.action)).toEqual(found.steps.map((s) => s.action));
+    expect(again.counterexample!.steps.map((s) => s.authority)).toEqual(found.steps.map((s) => s.authority));
+    const reference = explored((await runAgainst([referenceServer], { explore: { ...EXPLORE_DEFAULTS, replay } }, exploreOnly)).results);
+    expect(reference.status, reference.message).toBe('pass');
+  }, 300_000);
+
+  test('turned off, the check is not applicable, never a pass', async () => {
+    const report = await runAgainst([referenceServer], {}, exploreOnly);
+    expect(explored(report.results)).toMatchObject({ status: 'skip', reason: 'not-applicable' });
+  }, 120_000);
+});
