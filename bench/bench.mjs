@@ -43,7 +43,10 @@ const median = (values) => {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
 function plan(jobs, explore = EXPLORE_DEFAULTS, select = () => true) {
@@ -60,7 +63,9 @@ async function suite(jobs, explore = EXPLORE_DEFAULTS, select = undefined) {
   const started = performance.now();
   const report = await runSuite(plan(jobs, explore, select), allScenarios);
   const ms = performance.now() - started;
-  const bad = report.results.filter((r) => r.status !== 'pass' && !(r.status === 'skip' && r.reason === 'not-applicable' && (explore || !r.id.startsWith('explore/'))));
+  const bad = report.results.filter(
+    (r) => r.status !== 'pass' && !(r.status === 'skip' && r.reason === 'not-applicable' && (explore || !r.id.startsWith('explore/'))),
+  );
   if (bad.length) throw new Error(`the suite did not pass against the reference server: ${bad.map((r) => `${r.id} ${r.status}`).join(', ')}`);
   return { ms, starts: report.stats.serverStarts, timings: report.stats.timings };
 }
@@ -119,7 +124,9 @@ function cliPeakRss() {
   });
 }
 
-console.log(`machine: ${cpus()[0]?.model ?? '?'}, ${cpus().length} CPUs (availableParallelism ${JOBS}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`);
+console.log(
+  `machine: ${cpus()[0]?.model ?? '?'}, ${cpus().length} CPUs (availableParallelism ${JOBS}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}`,
+);
 console.log(`load average before: ${load()}`);
 try {
   // Warm-up (disk cache, JIT): one of each, not counted.
@@ -147,7 +154,9 @@ try {
         floorMs.push(await floor(starts, JOBS));
       }
     }
-    console.log(`run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${starts} round trips), suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`);
+    console.log(
+      `run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${starts} round trips), suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`,
+    );
   }
   // Exploration alone: how many sequences (each a fresh server, up to 10 steps, judged) per second.
   const exploring = await suite(JOBS, { ...EXPLORE_DEFAULTS, runs: EXPLORE_SEQUENCES }, (id) => id.startsWith('explore/'));
@@ -166,10 +175,16 @@ try {
   console.log(`floor (${warm.starts} SDK spawn+initialize+tools/call, ${JOBS} at once) median: ${s(floorMedian)}   [${floorMs.map(s).join(', ')}]`);
   console.log(`ratio suite/floor: ${ratio.toFixed(2)}   (target <= 1.3: ${ratio <= 1.3 ? 'met' : 'NOT met'})`);
   const exploreCost = suiteMedian / median(unexploredMs);
-  console.log(`suite without exploration median: ${s(median(unexploredMs))}   (default run / without: ${exploreCost.toFixed(2)}, target <= 1.5: ${exploreCost <= 1.5 ? 'met' : 'NOT met'})`);
-  console.log(`exploration throughput: ${EXPLORE_SEQUENCES} sequences in ${s(exploring.ms)} = ${(EXPLORE_SEQUENCES / (exploring.ms / 1000)).toFixed(1)} sequences/s (reference server, stdio, ${exploring.starts} server starts)`);
+  console.log(
+    `suite without exploration median: ${s(median(unexploredMs))}   (default run / without: ${exploreCost.toFixed(2)}, target <= 1.5: ${exploreCost <= 1.5 ? 'met' : 'NOT met'})`,
+  );
+  console.log(
+    `exploration throughput: ${EXPLORE_SEQUENCES} sequences in ${s(exploring.ms)} = ${(EXPLORE_SEQUENCES / (exploring.ms / 1000)).toFixed(1)} sequences/s (reference server, stdio, ${exploring.starts} server starts)`,
+  );
   console.log(`suite --jobs 1 median: ${s(median(jobs1))}   (speed-up with --jobs ${JOBS}: ${(median(jobs1) / suiteMedian).toFixed(2)}x)`);
-  console.log(`CLI peak RSS: ${peakMb.toFixed(1)} MB   [${rss.map((kb) => (kb / 1024).toFixed(1)).join(', ')}]   (target < 150 MB: ${peakMb < 150 ? 'met' : 'NOT met'})`);
+  console.log(
+    `CLI peak RSS: ${peakMb.toFixed(1)} MB   [${rss.map((kb) => (kb / 1024).toFixed(1)).join(', ')}]   (target < 150 MB: ${peakMb < 150 ? 'met' : 'NOT met'})`,
+  );
   console.log(
     `suite time by phase, summed over scenarios (median per run): observers ${s(median(phases.observersMs))}, startup ${s(median(phases.startupMs))}, ` +
       `scenario ${s(median(phases.runMs))}, stopping servers (in the background) ${s(median(phases.closeMs))}`,

@@ -81,7 +81,8 @@ export function validateBaseline(raw: unknown, file: string): BaselineEntry[] {
   for (const key of Object.keys(raw)) {
     if (key !== 'expectedFailures' && key !== 'version') throw new UsageError(`baseline ${file}: unknown key "${key}" (expected "expectedFailures")`);
   }
-  if (raw.version !== undefined && raw.version !== 1) throw new UsageError(`baseline ${file}: unsupported version ${JSON.stringify(raw.version)} (this tool reads version 1)`);
+  if (raw.version !== undefined && raw.version !== 1)
+    throw new UsageError(`baseline ${file}: unsupported version ${JSON.stringify(raw.version)} (this tool reads version 1)`);
   const list = raw.expectedFailures ?? [];
   if (!Array.isArray(list)) throw new UsageError(`baseline ${file}: "expectedFailures" must be a list`);
   return list.map((item: unknown, index): BaselineEntry => {
@@ -89,7 +90,8 @@ export function validateBaseline(raw: unknown, file: string): BaselineEntry[] {
     if (!isObject(item)) throw new UsageError(`${where} must be a mapping with "id" and "reason"`);
     for (const key of Object.keys(item)) if (!ENTRY_KEYS.has(key)) throw new UsageError(`${where} has an unknown key "${key}" (known: id, reason, transport)`);
     if (typeof item.id !== 'string' || item.id.trim() === '') throw new UsageError(`${where} needs an "id" (a check id or a glob)`);
-    if (typeof item.reason !== 'string' || item.reason.trim() === '') throw new UsageError(`${where} (${item.id}) needs a "reason": say why this failure is expected`);
+    if (typeof item.reason !== 'string' || item.reason.trim() === '')
+      throw new UsageError(`${where} (${item.id}) needs a "reason": say why this failure is expected`);
     if (item.transport !== undefined && item.transport !== 'stdio' && item.transport !== 'http') {
       throw new UsageError(`${where} (${item.id}): "transport" must be stdio or http`);
     }
@@ -177,11 +179,16 @@ export function updatedEntries(results: CheckResult[], entries: BaselineEntry[],
     }
     for (const result of listed) {
       if (result.status === 'pass') continue;
-      push(FAILING.has(result.status) ? entryForFailure(result, results, entry.reason) : { id: result.id, reason: entry.reason, ...(entry.transport ? { transport: entry.transport } : {}) });
+      push(
+        FAILING.has(result.status)
+          ? entryForFailure(result, results, entry.reason)
+          : { id: result.id, reason: entry.reason, ...(entry.transport ? { transport: entry.transport } : {}) },
+      );
     }
     // Checks the glob lists that did not run at all this time (--only, --skip) keep their entry.
     for (const check of checks) {
-      if (idMatches(check.id) && !results.some((r) => r.id === check.id)) push({ id: check.id, reason: entry.reason, ...(entry.transport ? { transport: entry.transport } : {}) });
+      if (idMatches(check.id) && !results.some((r) => r.id === check.id))
+        push({ id: check.id, reason: entry.reason, ...(entry.transport ? { transport: entry.transport } : {}) });
     }
   }
   for (const result of results) {

@@ -12,7 +12,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A timeout in seconds, as a flag or the config gives it: a positive finite number a timer can hold. */
 export function timeoutSeconds(value: unknown, where: string): number {
-  if (typeof value !== 'number' || Number.isNaN(value) || !(value > 0)) throw new UsageError(`${where} must be a positive number of seconds, not ${String(value)}`);
+  if (typeof value !== 'number' || Number.isNaN(value) || !(value > 0))
+    throw new UsageError(`${where} must be a positive number of seconds, not ${String(value)}`);
   if (!Number.isFinite(value) || Math.round(value * 1000) > MAX_TIMER_MS) {
     throw new UsageError(`${where} is too large for a timer: ${String(value)} s (at most ${Math.floor(MAX_TIMER_MS / 1000)} s)`);
   }
@@ -38,7 +39,6 @@ export interface ConfigFile {
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
 const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta', 'explore']);
 
-
 /** Loads --config FILE, or the default file when present. */
 export function loadConfig(path: string | undefined): { config: ConfigFile; path?: string } {
   const file = path ?? (existsSync(DEFAULT_CONFIG) ? DEFAULT_CONFIG : undefined);
@@ -62,7 +62,8 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
   const where = (key: string) => `config ${file}: "${key}"`;
   if (!isObject(raw)) throw new UsageError(`config ${file} must hold a JSON object`);
   for (const key of Object.keys(raw)) {
-    if (!KNOWN_KEYS.has(key)) throw new UsageError(`${where(key)} is not a known setting (known: ${[...KNOWN_KEYS].filter((k) => k !== '$schema').join(', ')})`);
+    if (!KNOWN_KEYS.has(key))
+      throw new UsageError(`${where(key)} is not a known setting (known: ${[...KNOWN_KEYS].filter((k) => k !== '$schema').join(', ')})`);
   }
   const config: ConfigFile = {};
   if (raw.exec !== undefined) {
@@ -106,7 +107,8 @@ const EXPLORE_SHAPE = 'false or {"sequences": N, "seed": S, "timeSec": T} (each 
 function validateExplore(raw: unknown, where: string): ConfigFile['explore'] {
   if (raw === false) return false;
   if (!isObject(raw)) throw new UsageError(`${where} must be ${EXPLORE_SHAPE}`);
-  for (const key of Object.keys(raw)) if (!['sequences', 'seed', 'timeSec'].includes(key)) throw new UsageError(`${where}: "${key}" is not known; ${where} must be ${EXPLORE_SHAPE}`);
+  for (const key of Object.keys(raw))
+    if (!['sequences', 'seed', 'timeSec'].includes(key)) throw new UsageError(`${where}: "${key}" is not known; ${where} must be ${EXPLORE_SHAPE}`);
   const explore: NonNullable<Exclude<ConfigFile['explore'], false>> = {};
   if (raw.sequences !== undefined) explore.sequences = exploreSequences(raw.sequences, `${where}.sequences`);
   if (raw.seed !== undefined) explore.seed = exploreSeed(raw.seed, `${where}.seed`);
@@ -116,13 +118,15 @@ function validateExplore(raw: unknown, where: string): ConfigFile['explore'] {
 
 /** How many sequences to explore: a whole number, 0 turning exploration off. */
 export function exploreSequences(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 1_000_000) throw new UsageError(`${where} must be a whole number from 0 to 1000000, not ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 1_000_000)
+    throw new UsageError(`${where} must be a whole number from 0 to 1000000, not ${JSON.stringify(value)}`);
   return value;
 }
 
 /** A fast-check seed: a 32-bit integer. */
 export function exploreSeed(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) throw new UsageError(`${where} must be a 32-bit whole number, not ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31)
+    throw new UsageError(`${where} must be a 32-bit whole number, not ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -170,7 +174,13 @@ function hasCommandPlaceholder(value: unknown): boolean {
 /** Glob over check ids: `*` matches anything (slashes included), `?` one character. */
 export function globMatcher(patterns: string[]): (id: string) => boolean {
   const regexes = patterns.map(
-    (p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`),
+    (p) =>
+      new RegExp(
+        `^${p
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/\?/g, '.')}$`,
+      ),
   );
   return (id) => regexes.some((r) => r.test(id));
 }

@@ -1,51 +1,82 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { cleanupHostMode } from '../harness/host-mode/live.js';
 import { packageRoot } from '../harness/paths.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, killAllLiveGroups, setMaxMessageBytes } from '../harness/stdio-transport.js';
+import { cleanUpEverythingNow } from '../harness/process-group.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, setMaxMessageBytes } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/explore.js';
 import type { ExploreOptions } from '../suites/model.js';
-import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, removeLiveRunDirs, runSuite, type RunPlan } from '../suites/runner.js';
-import { parseReporters } from './reporters/index.js';
+import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/runner.js';
 import {
   assertDirectory,
-  assertOutputDirectory,
-  assertWritableFile,
   globMatcher,
   loadConfig,
   exploreSeed,
   exploreSequences,
-  MAX_TIMER_MS, parseEnvPairs, parseExecArgs, parseReplay, parseSessionFlag, timeoutSeconds,
+  MAX_TIMER_MS,
+  parseEnvPairs,
+  parseExecArgs,
+  parseReplay,
+  parseSessionFlag,
+  timeoutSeconds,
   type ConfigFile,
   UsageError,
 } from './config.js';
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
-import { emitResults, resultOptions } from './results.js';
+import { checkOutputPaths, emitResults, resultOptions } from './results.js';
 import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound, unlistedExecTool } from './target.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 
 /** The options that take a value: each must be given one. */
 const VALUE_OPTIONS = [
-  'exec-tool', 'exec-args', 'config', 'env', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session',
-  'startup-timeout', 'call-timeout', 'scenario-timeout', 'run-timeout', 'max-message-mb', 'catalog-startups', 'jobs',
-  'only', 'skip', 'reporter', 'transcripts', 'baseline', 'explore', 'explore-seed', 'explore-time', 'replay',
+  'exec-tool',
+  'exec-args',
+  'config',
+  'env',
+  'cwd',
+  'url',
+  'http-command',
+  'http-path',
+  'codex',
+  'session',
+  'startup-timeout',
+  'call-timeout',
+  'scenario-timeout',
+  'run-timeout',
+  'max-message-mb',
+  'catalog-startups',
+  'jobs',
+  'only',
+  'skip',
+  'reporter',
+  'transcripts',
+  'baseline',
+  'explore',
+  'explore-seed',
+  'explore-time',
+  'replay',
 ];
 
 /** The exploration budget from --explore/--no-explore, --explore-seed, --explore-time, --replay and the config; undefined when off. */
-function exploreOptions(args: { explore?: unknown; 'explore-seed'?: unknown; 'explore-time'?: unknown; replay?: unknown }, config: ConfigFile): ExploreOptions | undefined {
+function exploreOptions(
+  args: { explore?: unknown; 'explore-seed'?: unknown; 'explore-time'?: unknown; replay?: unknown },
+  config: ConfigFile,
+): ExploreOptions | undefined {
   for (const flag of ['explore', 'explore-seed', 'explore-time', 'replay'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
   }
   const fromConfig = config.explore === false ? { sequences: 0 } : (config.explore ?? {});
   // yargs reads --no-explore as explore: false.
-  const runs = args.explore === false ? 0 : args.explore !== undefined ? exploreSequences(args.explore, '--explore') : (fromConfig.sequences ?? EXPLORE_DEFAULTS.runs);
+  const runs =
+    args.explore === false ? 0 : args.explore !== undefined ? exploreSequences(args.explore, '--explore') : (fromConfig.sequences ?? EXPLORE_DEFAULTS.runs);
   const seed = args['explore-seed'] !== undefined ? exploreSeed(args['explore-seed'], '--explore-seed') : (fromConfig.seed ?? EXPLORE_DEFAULTS.seed);
   const timeSec = args['explore-time'] !== undefined ? timeoutSeconds(args['explore-time'], '--explore-time') : fromConfig.timeSec;
   const replay = typeof args.replay === 'string' ? parseReplay(args.replay) : undefined;
@@ -54,24 +85,10 @@ function exploreOptions(args: { explore?: unknown; 'explore-seed'?: unknown; 'ex
   return { runs, seed, ...(timeSec !== undefined ? { timeMs: Math.round(timeSec * 1000) } : {}), ...(replay ? { replay } : {}) };
 }
 
-/** Every file and directory the run will write must be writable: checked before any server starts. */
-function checkOutputPaths(reporters: string[], transcripts: string | string[] | undefined): void {
-  const files = new Map<string, string>();
-  for (const spec of parseReporters(reporters)) {
-    if (spec.path === undefined) continue;
-    const label = `--reporter ${spec.name}=${spec.path}`;
-    assertWritableFile(label, spec.path);
-    const earlier = files.get(resolve(spec.path));
-    if (earlier) throw new UsageError(`${label}: ${earlier} writes that file too`);
-    files.set(resolve(spec.path), `--reporter ${spec.name}`);
-  }
-  if (typeof transcripts === 'string') assertOutputDirectory(`--transcripts ${transcripts}`, transcripts);
-}
-
 function onSignal(signal: NodeJS.Signals, code: number): void {
   process.once(signal, () => {
-    killAllLiveGroups();
-    removeLiveRunDirs();
+    cleanUpEverythingNow();
+    cleanupHostMode();
     process.stderr.write(`\nmcp-sandbox-conformance: interrupted (${signal}); servers stopped, temp files removed\n`);
     process.exit(code);
   });
@@ -93,7 +110,11 @@ async function main(argv: string[]): Promise<number> {
         '  $0 host [options]                 check a Codex build instead (host --help)',
       ].join('\n'),
     )
-    .option('exec-tool', { type: 'string', describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)', group: 'Target:' })
+    .option('exec-tool', {
+      type: 'string',
+      describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)',
+      group: 'Target:',
+    })
     .option('exec-args', {
       type: 'string',
       describe: 'JSON arguments for --exec-tool; "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string',
@@ -121,7 +142,8 @@ async function main(argv: string[]): Promise<number> {
     .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
     .option('scenario-timeout', {
       type: 'number',
-      describe: 'Seconds for one scenario, its server startups included; on expiry its checks are errors [default: 2 x startup + 3 x call timeout, 240 s with their defaults]',
+      describe:
+        'Seconds for one scenario, its server startups included; on expiry its checks are errors [default: 2 x startup + 3 x call timeout, 240 s with their defaults]',
       group: 'Run:',
     })
     .option('run-timeout', {
@@ -141,14 +163,19 @@ async function main(argv: string[]): Promise<number> {
       describe: `Random call sequences to explore, each on a fresh server (explore/sequences-hold-contract); 0 or --no-explore turns it off [default: ${EXPLORE_DEFAULTS.runs}]`,
       group: 'Exploration:',
     })
-    .option('explore-seed', { type: 'number', describe: `Seed of the sequence generator: the same seed gives the same sequences [default: ${EXPLORE_DEFAULTS.seed}]`, group: 'Exploration:' })
-    .option('explore-time', { type: 'number', describe: 'Stop starting sequences after this many seconds (the sequences not started are not run)', group: 'Exploration:' })
+    .option('explore-seed', {
+      type: 'number',
+      describe: `Seed of the sequence generator: the same seed gives the same sequences [default: ${EXPLORE_DEFAULTS.seed}]`,
+      group: 'Exploration:',
+    })
+    .option('explore-time', {
+      type: 'number',
+      describe: 'Stop starting sequences after this many seconds (the sequences not started are not run)',
+      group: 'Exploration:',
+    })
     .option('replay', { type: 'string', describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it', group: 'Exploration:' })
     .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
     .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
-    .option('strict', { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' })
-    .option('fail-on', { choices: ['must', 'should'] as const, default: 'must' as const, describe: 'Lowest level whose failure fails the run', group: 'Results:' })
-    .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
     .epilog(
       [
         'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM (servers killed, temp files removed).',
@@ -166,26 +193,37 @@ async function main(argv: string[]): Promise<number> {
     .fail((message, error) => {
       const text = message ?? error?.message ?? 'invalid arguments';
       const missing = text.match(/^Not enough arguments following: (\S+)$/);
-      throw new UsageError(missing ? `${missing[1]!.length === 1 ? "-" : "--"}${missing[1]} needs a value` : text);
+      throw new UsageError(missing ? `${missing[1]!.length === 1 ? '-' : '--'}${missing[1]} needs a value` : text);
     });
 
   // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
   // server's own flags reach the server), which also stops it from seeing commands.
-  if (argv[0] === 'host') return (await import('./host.js')).runHostMode(argv.slice(1));
+  if (argv[0] === 'host') return (await import('./host.js')).runHostMode(argv.slice(1), version);
   if (argv[0] === 'list') {
     if (argv.length > 1) throw new UsageError('list takes no arguments');
-    process.stdout.write(renderList(allChecks, transportsOf));
+    // Server checks first, then the host subcommand's.
+    const { hostCheckDefs, hostTransportsOf } = await import('../suites/host.js');
+    process.stdout.write(renderList([...allChecks, ...hostCheckDefs], (id) => [...transportsOf(id), ...hostTransportsOf(id)]));
     return EXIT.ok;
   }
   if (argv[0] === 'explain') {
     const id = argv[1];
-    const check = allChecks.find((c) => c.id === id);
+    const checks = [...allChecks, ...(await import('../suites/host.js')).hostCheckDefs];
+    const check = checks.find((c) => c.id === id);
     // A rule ID (LAUNCH-1, EXEC-1, ...) explains every check that hangs under it.
-    const underRule = id ? allChecks.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
+    const underRule = id ? checks.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
     if ((!check && underRule.length === 0) || argv.length > 2) {
       throw new UsageError(`unknown check or rule "${id ?? ''}"; see mcp-sandbox-conformance list (and CONTRACT.md for the rules)`);
     }
-    process.stdout.write(check ? renderExplain(check) : [`${underRule[0]!.rule} (CONTRACT.md §3): ${underRule.length} check${underRule.length === 1 ? '' : 's'}`, '', ...underRule.map(renderExplain)].join('\n'));
+    process.stdout.write(
+      check
+        ? renderExplain(check)
+        : [
+            `${underRule[0]!.rule} (CONTRACT.md §${underRule[0]!.rule.startsWith('HOST-') ? 4 : 3}): ${underRule.length} check${underRule.length === 1 ? '' : 's'}`,
+            '',
+            ...underRule.map(renderExplain),
+          ].join('\n'),
+    );
     return EXIT.ok;
   }
 
@@ -241,6 +279,7 @@ async function main(argv: string[]): Promise<number> {
   const cwd = args.cwd ?? config.cwd;
   if (cwd !== undefined) assertDirectory(cwd, args.cwd !== undefined ? '--cwd' : 'the config\'s "cwd"');
   const realCodex = args.codex ? realCodexPath(args.codex) : undefined;
+  const explore = exploreOptions(args, config);
   // Every file and directory the run will write, checked before any server starts.
   checkOutputPaths(many(args.reporter), args.transcripts);
   const plan: RunPlan = {
@@ -255,18 +294,14 @@ async function main(argv: string[]): Promise<number> {
     realCodex,
     session: parseSessionFlag(args.session) ?? config.session,
     resourceReadMeta: config.resourceReadMeta,
-    exec: args['exec-tool']
-      ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' }
-      : config.exec
-        ? { ...config.exec, source: 'config' }
-        : undefined,
+    exec: args['exec-tool'] ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' } : config.exec ? { ...config.exec, source: 'config' } : undefined,
     options: {
       assumeOptIn: args['assume-opt-in'] ?? config.assumeOptIn ?? false,
       startupTimeoutMs: Math.round((args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000),
       callTimeoutMs: Math.round((args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000),
       strict: args.strict || args['fail-on'] === 'should',
       catalogStartups: args['catalog-startups'],
-      explore: exploreOptions(args, config),
+      explore,
     },
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,

@@ -1,5 +1,6 @@
+import { withHints } from './hints.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { ChalkInstance } from 'chalk';
 import type { Argv } from 'yargs';
 import type { CheckDef } from '../suites/model.js';
@@ -16,7 +17,7 @@ import {
   type BaselineEntry,
   type ReportedResult,
 } from './baseline.js';
-import { loadConfig, UsageError } from './config.js';
+import { assertOutputDirectory, assertWritableFile, loadConfig, UsageError } from './config.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import { renderGithub } from './reporters/github.js';
 import { renderHtml } from './reporters/html.js';
@@ -44,15 +45,37 @@ export function resultOptions<T>(y: Argv<T>) {
         'Add a report: human, json[=FILE], junit[=FILE], markdown[=FILE], github, html[=FILE] (repeatable). Without a file a format writes to stdout, and the human report (always on) moves to stderr',
       group: 'Results:',
     })
-    .option('transcripts', { type: 'string', describe: 'Write each scenario\'s wire transcript (JSONL, secrets redacted) into DIR, one file per scenario and transport', group: 'Results:' })
-    .option('trace', { type: 'boolean', describe: 'Print the transcript of the scenario under each failed check in the human report', group: 'Results:' })
-    .option('verbose', { type: 'boolean', describe: 'Under each finding in the human report, print the full expected and actual values too (by default only the diff, or them when there is no diff)', group: 'Results:' })
-    .option('baseline', {
+    .option('transcripts', {
       type: 'string',
-      describe: 'YAML or JSON file of expected failures, each with a reason: listed failures are xfail (exit 0); a listed check that passes, or an entry naming no check, fails the run',
+      describe: "Write each scenario's wire transcript (JSONL, secrets redacted) into DIR, one file per scenario and transport",
       group: 'Results:',
     })
-    .option('update-baseline', { type: 'boolean', describe: 'Rewrite the --baseline file from this run, keeping the reasons of entries that still apply', group: 'Results:' })
+    .option('trace', { type: 'boolean', describe: 'Print the transcript of the scenario under each failed check in the human report', group: 'Results:' })
+    .option('verbose', {
+      type: 'boolean',
+      describe:
+        'Under each finding in the human report, print the full expected and actual values too (by default only the diff, or them when there is no diff)',
+      group: 'Results:',
+    })
+    .option('baseline', {
+      type: 'string',
+      describe:
+        'YAML or JSON file of expected failures, each with a reason: listed failures are xfail (exit 0); a listed check that passes, or an entry naming no check, fails the run',
+      group: 'Results:',
+    })
+    .option('update-baseline', {
+      type: 'boolean',
+      describe: 'Rewrite the --baseline file from this run, keeping the reasons of entries that still apply',
+      group: 'Results:',
+    })
+    .option('strict', { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' })
+    .option('fail-on', {
+      choices: ['must', 'should'] as const,
+      default: 'must' as const,
+      describe: 'Lowest level whose failure fails the run',
+      group: 'Results:',
+    })
+    .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
     .check((argv) => {
       checkResultArgs(argv as ResultArgs);
       return true;
@@ -82,6 +105,8 @@ export interface ResultContext {
   target: string;
   version: string;
   checks: CheckDef[];
+  /** 'host' when the run checked a host (`host` subcommand), not a server: the reports say so. */
+  mode?: 'host';
 }
 
 const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
@@ -100,6 +125,20 @@ export function checkResultArgs(args: ResultArgs): void {
   const baseline = single(args, 'baseline');
   if (args['update-baseline'] && !baseline) throw new UsageError('--update-baseline needs --baseline FILE (the file to write)');
   if (baseline) loadBaseline(baseline, { mayBeMissing: Boolean(args['update-baseline']) });
+}
+
+/** Every file and directory the run will write must be writable: checked before anything starts. */
+export function checkOutputPaths(reporters: string[], transcripts: string | string[] | undefined): void {
+  const files = new Map<string, string>();
+  for (const spec of parseReporters(reporters)) {
+    if (spec.path === undefined) continue;
+    const label = `--reporter ${spec.name}=${spec.path}`;
+    assertWritableFile(label, spec.path);
+    const earlier = files.get(resolve(spec.path));
+    if (earlier) throw new UsageError(`${label}: ${earlier} writes that file too`);
+    files.set(resolve(spec.path), `--reporter ${spec.name}`);
+  }
+  if (typeof transcripts === 'string') assertOutputDirectory(`--transcripts ${transcripts}`, transcripts);
 }
 
 function colorFor(stream: NodeJS.WriteStream, flag: boolean | undefined): boolean {
@@ -158,7 +197,7 @@ const RENDER: Record<Exclude<ReporterName, 'human'>, (data: ReportData) => strin
 export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
   const secrets = userSecrets(args);
-  const report = sanitizeRun(rawReport, secrets);
+  const report = sanitizeRun(withHints(rawReport), secrets);
   const specs = parseReporters(many(args.reporter));
   const baselineFile = single(args, 'baseline');
   const transcriptsDir = single(args, 'transcripts');
@@ -197,6 +236,7 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
     tool: { name: 'mcp-sandbox-conformance', version: context.version },
     target: describeTarget(args, context.target, secrets),
     checks: context.checks,
+    ...(context.mode ? { mode: context.mode } : {}),
     failOn: args.strict || args['fail-on'] === 'should' ? 'should' : 'must',
     exitCode,
     transcriptFiles,
@@ -233,6 +273,7 @@ function humanReport(data: ReportData, args: ResultArgs, color: boolean): string
     target: data.target.display,
     version: data.tool.version,
     checks: data.checks,
+    mode: data.mode,
     details: (result, indent, c) => {
       const r = result as ReportedResult;
       const lines: string[] = [];
@@ -256,7 +297,9 @@ function traceLines(result: ReportedResult, indent: string, c: ChalkInstance, tr
   traced.set(key, result.id);
   if (result.transcript.length === 0) return [c.dim(`${indent}transcript: empty (the scenario started no server)`)];
   return [
-    c.dim(`${indent}transcript of scenario ${result.scenario} over ${result.transport} (${result.transcript.length} entries${file ? `, also in ${file}` : ''}):`),
+    c.dim(
+      `${indent}transcript of scenario ${result.scenario} over ${result.transport} (${result.transcript.length} entries${file ? `, also in ${file}` : ''}):`,
+    ),
     ...formatTranscript(result.transcript).map((line) => c.dim(`${indent}  ${line}`)),
   ];
 }
@@ -267,9 +310,15 @@ function footerLines(data: ReportData, c: ChalkInstance): string[] {
   const list = (entries: BaselineEntry[]) => entries.map((e) => `  - ${e.id}${e.transport ? ` (${e.transport})` : ''}: ${e.reason}`);
   if (b?.updated) {
     const { added } = b.updated;
-    out.push('', c.bold(`Baseline ${b.file} rewritten: ${b.updated.entries} entr${b.updated.entries === 1 ? 'y' : 'ies'}${added ? `, ${added} with the placeholder reason "${PLACEHOLDER_REASON}": replace it with the real one` : ''}.`));
+    out.push(
+      '',
+      c.bold(
+        `Baseline ${b.file} rewritten: ${b.updated.entries} entr${b.updated.entries === 1 ? 'y' : 'ies'}${added ? `, ${added} with the placeholder reason "${PLACEHOLDER_REASON}": replace it with the real one` : ''}.`,
+      ),
+    );
   }
-  if (b?.stale.length) out.push('', c.red.bold(`Stale baseline entries in ${b.file}: their checks pass now, remove them (or run with --update-baseline):`), ...list(b.stale));
+  if (b?.stale.length)
+    out.push('', c.red.bold(`Stale baseline entries in ${b.file}: their checks pass now, remove them (or run with --update-baseline):`), ...list(b.stale));
   if (b?.unknown.length) out.push('', c.red.bold(`Baseline entries in ${b.file} that name no check (see mcp-sandbox-conformance list):`), ...list(b.unknown));
   if (data.suggestions.length) {
     const format = b?.format ?? 'yaml';

@@ -21,7 +21,8 @@ import type { TranscriptEntry } from '../harness/transcript.js';
 export const REDACTED = '[redacted]';
 
 /** Flag, variable and parameter names that usually carry a credential. */
-export const SECRET_NAME = '[\\w.-]*(?:token|secret|passw(?:or)?d|api[-_]?key|apikey|auth(?!or(?:ity|s)?\\b)|credential|private[-_]?key|access[-_]?key)[\\w.-]*';
+export const SECRET_NAME =
+  '[\\w.-]*(?:token|secret|passw(?:or)?d|api[-_]?key|apikey|auth(?!or(?:ity|s)?\\b)|credential|private[-_]?key|access[-_]?key)[\\w.-]*';
 const SECRET_NAME_RE = new RegExp(`^${SECRET_NAME}$`, 'i');
 
 /** True for a name (an environment variable, a flag, a JSON key) that usually carries a credential. */
@@ -173,7 +174,10 @@ export function mapStrings(value: unknown, fix: (text: string) => string, secret
     if (depth > 64 || typeof v !== 'object' || v === null) return v;
     if (Array.isArray(v)) return v.map((item) => walk(item, depth + 1));
     return Object.fromEntries(
-      Object.entries(v).map(([key, inner]) => [fix(key), secretKeys && typeof inner === 'string' && inner !== '' && looksSecret(key) ? REDACTED : walk(inner, depth + 1)]),
+      Object.entries(v).map(([key, inner]) => [
+        fix(key),
+        secretKeys && typeof inner === 'string' && inner !== '' && looksSecret(key) ? REDACTED : walk(inner, depth + 1),
+      ]),
     );
   };
   return walk(value, 0);

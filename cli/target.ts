@@ -31,7 +31,7 @@ export function stdioTarget(command: string[], env: Record<string, string>, cwd:
 }
 
 function assertFile(file: string, given: string, executable: boolean): void {
-  let isFile = false;
+  let isFile: boolean;
   try {
     isFile = statSync(file).isFile();
   } catch {
@@ -64,7 +64,7 @@ export function assertLoopbackUrl(text: string): void {
 /** --codex PATH: an absolute path to an executable real Codex CLI. */
 export function realCodexPath(given: string): string {
   const file = resolve(given);
-  let isFile = false;
+  let isFile: boolean;
   try {
     isFile = statSync(file).isFile();
     accessSync(file, constants.X_OK);

@@ -35,9 +35,7 @@ export function redactValue(value: unknown): unknown {
   if (typeof value === 'string') return redact(value);
   if (Array.isArray(value)) return value.map(redactValue);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([key, inner]) => [key, SECRET_HEADER.test(key) ? REDACTED : redactValue(inner)]),
-  );
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, SECRET_HEADER.test(key) ? REDACTED : redactValue(inner)]));
 }
 
 /** One line of a transcript file: the entry with its secrets redacted. */
@@ -62,8 +60,7 @@ export function transcriptRecord(entry: TranscriptEntry): Record<string, unknown
 /** Every result of one scenario on one transport shares one transcript. */
 export const transcriptKey = (result: Pick<CheckResult, 'scenario' | 'transport'>): string => `${result.scenario}|${result.transport}`;
 
-export const transcriptFileName = (scenario: string, transport: Transport): string =>
-  `${scenario.replace(/[^a-z0-9._-]+/gi, '_')}.${transport}.jsonl`;
+export const transcriptFileName = (scenario: string, transport: Transport): string => `${scenario.replace(/[^a-z0-9._-]+/gi, '_')}.${transport}.jsonl`;
 
 /**
  * Writes one JSONL file per scenario and transport that recorded anything (a scenario that never

@@ -103,11 +103,7 @@ export interface SandboxEntries {
 }
 
 /** The entries Codex sends for a state: both keys with identical values, launcher only over stdio. */
-export function codexSandboxEntries(
-  state: unknown,
-  transport: Transport,
-  codexExecutable?: string,
-): SandboxEntries {
+export function codexSandboxEntries(state: unknown, transport: Transport, codexExecutable?: string): SandboxEntries {
   return {
     state,
     stateDeprecated: state,
@@ -116,12 +112,7 @@ export function codexSandboxEntries(
 }
 
 /** A full tools/call `_meta` as Codex builds it: host-owned keys, sandbox keys, progressToken. */
-export function toolCallMeta(
-  thread: CodexThread,
-  call: number,
-  sandbox: SandboxEntries,
-  progressToken: number,
-): Record<string, unknown> {
+export function toolCallMeta(thread: CodexThread, call: number, sandbox: SandboxEntries, progressToken: number): Record<string, unknown> {
   const meta = hostOwnedMeta(thread, call, sandboxModeOfState(sandbox.state));
   if (sandbox.state !== undefined) meta[STATE_KEY] = sandbox.state;
   if (sandbox.stateDeprecated !== undefined) meta[STATE_KEY_DEPRECATED] = sandbox.stateDeprecated;
@@ -208,7 +199,11 @@ export function codexState(profile: StateProfile, workspaceDir: string, options:
         ...PROTECTED_WORKSPACE_NAMES.map((name) => ({ path: atPath(join(workspaceDir, name)), access: 'read', missing_path_behavior: 'skip' })),
       );
     }
-    permissionProfile = { type: 'managed', file_system: { type: 'restricted', entries }, network: profile === 'workspace-write-network' ? 'enabled' : 'restricted' };
+    permissionProfile = {
+      type: 'managed',
+      file_system: { type: 'restricted', entries },
+      network: profile === 'workspace-write-network' ? 'enabled' : 'restricted',
+    };
   }
   const state: Record<string, unknown> = {
     permissionProfile,

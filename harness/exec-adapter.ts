@@ -10,8 +10,7 @@ export interface ExecAdapter {
   source: 'flag' | 'config' | 'detected';
 }
 
-export const EXEC_HINT =
-  'the suite found no tool that runs a command; name one with --exec-tool NAME --exec-args \'{"command":"{{argv}}"}\' (or "exec" in mcp-sandbox-conformance.json)';
+export const EXEC_HINT = 'the suite found no tool that runs a command';
 
 const COMMAND_PROPERTIES = ['command', 'cmd', 'argv'] as const;
 /** Names of a working-directory property, compared lowercased without "_" and "-". */
@@ -63,10 +62,10 @@ export function resolveExecAdapter(
   if (configured) {
     if (configured.arguments !== undefined) return { tool: configured.tool, arguments: configured.arguments, source: configured.source };
     const tool = tools.find((t) => t.name === configured.tool);
-    if (!tool) return { missing: `the server lists no tool named "${configured.tool}" (--exec-tool)` };
+    if (!tool) return { missing: `the server lists no tool named "${configured.tool}"` };
     const args = argumentsFromSchema(tool);
     if (args === undefined) {
-      return { missing: `tool "${configured.tool}" has no command, cmd or argv property; give --exec-args with "{{argv}}" or "{{command}}"` };
+      return { missing: `tool "${configured.tool}" has no command, cmd or argv property, and no arguments template places the command` };
     }
     return { tool: configured.tool, arguments: args, source: configured.source };
   }
@@ -150,12 +149,6 @@ export function readSessionId(openResult: unknown, path?: string): string | unde
   return text === '' ? undefined : text;
 }
 
-/** The exec adapter in words, for reports. */
-export function adapterDescription(adapter: ExecAdapter): string {
-  const origin = { detected: 'detected from its input schema', flag: 'given by --exec-tool', config: 'from the config file' }[adapter.source];
-  return `exec tool ${JSON.stringify(adapter.tool)} with arguments ${JSON.stringify(adapter.arguments)} (${origin})`;
-}
-
 // What servers say when the call itself was invalid (unknown tool, arguments that fail the schema),
 // e.g. the TypeScript SDK's "MCP error -32602: Tool x not found" and "Input validation error: ...",
 // Python's pydantic "validation error for ...\nField required", ajv's "must have required property".
@@ -185,7 +178,8 @@ export function adapterRejection(outcome: RawOutcome): string | undefined {
   let message: string;
   if (outcome.kind === 'error') {
     message = String(outcome.error.message ?? '');
-    if ((outcome.error.code === -32602 || outcome.error.code === -32601) && !NOT_REJECTION.test(message)) return message || `JSON-RPC error ${outcome.error.code}`;
+    if ((outcome.error.code === -32602 || outcome.error.code === -32601) && !NOT_REJECTION.test(message))
+      return message || `JSON-RPC error ${outcome.error.code}`;
   } else if (outcome.kind === 'result' && isObject(outcome.result) && outcome.result.isError === true) {
     message = textBlocks(outcome.result).join('\n');
   } else return undefined;

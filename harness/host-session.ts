@@ -63,7 +63,8 @@ export function envelopeProblem(message: unknown): string | undefined {
   const hasError = 'error' in message;
   if (hasResult && hasError) return 'a response with both "result" and "error"';
   if (!hasResult && !hasError) return 'neither a request nor a response (no "method", "result" or "error")';
-  if (typeof message.id !== 'string' && typeof message.id !== 'number' && !(hasError && message.id === null)) return 'a response whose id is not a string or a number';
+  if (typeof message.id !== 'string' && typeof message.id !== 'number' && !(hasError && message.id === null))
+    return 'a response whose id is not a string or a number';
   if (hasError) {
     const error = message.error;
     if (!isObject(error) || typeof error.code !== 'number' || !Number.isInteger(error.code) || typeof error.message !== 'string') {
@@ -82,7 +83,6 @@ const excerpt = (value: unknown, max = 120): string => {
   }
   return text.length > max ? `${text.slice(0, max)}…` : text;
 };
-
 
 /**
  * The fake Codex's side of one connection. It owns the JSON-RPC itself (ids from 0, Codex's
@@ -220,13 +220,23 @@ export class HostSession {
     if (outcome.kind !== 'timeout') return describeOutcome(outcome);
     const hints: string[] = [];
     if (this.unknownIds.length) {
-      hints.push(`the server sent ${this.unknownIds.length} response${this.unknownIds.length === 1 ? '' : 's'} with an id the host never used (${this.unknownIds.slice(0, 3).map((id) => excerpt(id, 40)).join(', ')})`);
+      hints.push(
+        `the server sent ${this.unknownIds.length} response${this.unknownIds.length === 1 ? '' : 's'} with an id the host never used (${this.unknownIds
+          .slice(0, 3)
+          .map((id) => excerpt(id, 40))
+          .join(', ')})`,
+      );
     }
-    if (this.invalid.length) hints.push(`${this.invalid.length} message${this.invalid.length === 1 ? '' : 's'} that ${this.invalid.length === 1 ? 'is' : 'are'} not valid JSON-RPC (${this.invalid[0]})`);
+    if (this.invalid.length)
+      hints.push(
+        `${this.invalid.length} message${this.invalid.length === 1 ? '' : 's'} that ${this.invalid.length === 1 ? 'is' : 'are'} not valid JSON-RPC (${this.invalid[0]})`,
+      );
     const garbage = this.transcript.entries.filter((e) => e.dir === 'server-stdout-garbage');
     if (garbage.length) {
       const first = garbage[0] as { line: string };
-      hints.push(`${garbage.length} stdout line${garbage.length === 1 ? '' : 's'} that ${garbage.length === 1 ? 'is' : 'are'} not JSON, the first: ${JSON.stringify(excerpt(first.line, 80))}`);
+      hints.push(
+        `${garbage.length} stdout line${garbage.length === 1 ? '' : 's'} that ${garbage.length === 1 ? 'is' : 'are'} not JSON, the first: ${JSON.stringify(excerpt(first.line, 80))}`,
+      );
     }
     return hints.length ? `${what}; meanwhile ${hints.join('; ')}` : what;
   }
@@ -264,7 +274,10 @@ export class HostSession {
   private async runHandshake(started: number, left: () => number, describe: (outcome: RawOutcome) => string): Promise<Handshake> {
     const init = await this.request('initialize', initializeParams(this.kind, this.purpose), left());
     if (init.kind !== 'result' || !isObject(init.result)) {
-      throw new TargetStartError(`initialize failed: ${init.kind === 'result' ? `the result is not an object: ${excerpt(init.result)}` : describe(init)}`, this.transcript.stderrTail());
+      throw new TargetStartError(
+        `initialize failed: ${init.kind === 'result' ? `the result is not an object: ${excerpt(init.result)}` : describe(init)}`,
+        this.transcript.stderrTail(),
+      );
     }
     await this.notify('notifications/initialized');
     const tools: Record<string, unknown>[] = [];

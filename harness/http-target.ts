@@ -94,12 +94,12 @@ export async function startHttpCommand(
     if (exited) {
       await stop();
       forget?.();
-      throw new Error(`--http-command exited (${exited}) before listening on port ${port}`);
+      throw new Error(`the HTTP server command exited (${exited}) before listening on port ${port}`);
     }
     if (Date.now() > deadline) {
       await stop();
       forget?.();
-      throw new Error(`--http-command did not listen on port ${port} within the startup timeout (${timeoutMs} ms)`);
+      throw new Error(`the HTTP server command did not listen on port ${port} within the startup timeout (${timeoutMs} ms)`);
     }
     await new Promise((r) => setTimeout(r, pause));
     pause = Math.min(25, pause + 5);
@@ -173,7 +173,8 @@ export class CodexHttpTransport implements Transport {
   private observe(message: JSONRPCMessage): void {
     const raw: unknown = message;
     if (!isObject(raw) || raw.id === undefined) return;
-    if (raw.id === this.initializeId && isObject(raw.result) && typeof raw.result.protocolVersion === 'string') this.sdk.setProtocolVersion(raw.result.protocolVersion);
+    if (raw.id === this.initializeId && isObject(raw.result) && typeof raw.result.protocolVersion === 'string')
+      this.sdk.setProtocolVersion(raw.result.protocolVersion);
     if (raw.id === this.toolsListId) this.openStream();
   }
 

@@ -112,7 +112,12 @@ export class ScenarioObservers {
     this.launcherB ??= (async () => {
       const dir = join(this.dir, 'launcher-b');
       await mkdir(dir, { recursive: true });
-      const path = await install(join(dir, 'codex'), 'codex-launcher.sh', { LOG_DIR: this.logDir, REAL_CODEX: this.realCodex, CODEX_HOME: this.codexHome, LAUNCHER_NAME: 'b' });
+      const path = await install(join(dir, 'codex'), 'codex-launcher.sh', {
+        LOG_DIR: this.logDir,
+        REAL_CODEX: this.realCodex,
+        CODEX_HOME: this.codexHome,
+        LAUNCHER_NAME: 'b',
+      });
       this.launcherNames.set(path, 'b');
       return path;
     })();
@@ -147,12 +152,28 @@ export class ScenarioObservers {
     await Promise.all([logDir, pathTrapDir, workspaceDir, markerDir, join(dir, 'launcher')].map((d) => mkdir(d, { recursive: true })));
     const codexHome = options.realCodex ? privateCodexHome(dir) : '';
     const [launcherPath, , probePath, sessionShellPath] = await Promise.all([
-      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '', CODEX_HOME: codexHome, LAUNCHER_NAME: 'a' }),
+      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', {
+        LOG_DIR: logDir,
+        REAL_CODEX: options.realCodex ?? '',
+        CODEX_HOME: codexHome,
+        LAUNCHER_NAME: 'a',
+      }),
       install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
       install(join(dir, 'task'), 'probe.sh', { LOG_DIR: markerDir }),
       install(join(dir, 'session-shell'), 'session-shell.sh', {}),
     ]);
-    const observers = new ScenarioObservers(dir, logDir, launcherPath, pathTrapDir, probePath, workspaceDir, sessionShellPath, options.realCodex ?? '', markerDir, codexHome);
+    const observers = new ScenarioObservers(
+      dir,
+      logDir,
+      launcherPath,
+      pathTrapDir,
+      probePath,
+      workspaceDir,
+      sessionShellPath,
+      options.realCodex ?? '',
+      markerDir,
+      codexHome,
+    );
     observers.launcherNames.set(launcherPath, 'a');
     return observers;
   }
@@ -215,7 +236,15 @@ export class ScenarioObservers {
       return undefined;
     }
     const fields = Object.fromEntries(text.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
-    return { nonce, launchId: fields.launch ?? '', cwd: fields.cwd ?? '', action: fields.action ?? '', result: fields.result ?? '', detail: fields.detail ?? '', source: 'marker' };
+    return {
+      nonce,
+      launchId: fields.launch ?? '',
+      cwd: fields.cwd ?? '',
+      action: fields.action ?? '',
+      result: fields.result ?? '',
+      detail: fields.detail ?? '',
+      source: 'marker',
+    };
   }
 
   async read(): Promise<Observations> {

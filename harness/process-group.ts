@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants as fsConstants, existsSync, openSync, readSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 
@@ -325,10 +325,20 @@ export function trackRunMarker(marker: string): () => void {
 }
 
 /** Synchronous last resort for signal and exit handlers: SIGKILL every live group, its descendants, and every marked process. */
-export function killEverythingNow(): void {
+/** A run's temp directory, removed by cleanUpEverythingNow unless forgotten (the returned function) first. */
+export function trackTempDir(dir: string): () => void {
+  liveDirs.add(dir);
+  return () => liveDirs.delete(dir);
+}
+const liveDirs = new Set<string>();
+
+/** Kills every group still running, sweeps every live run's marker and removes its temp dirs: for the CLI's signal handlers. */
+export function cleanUpEverythingNow(): void {
   for (const pgid of liveGroups) killProcessGroupNow(pgid);
   liveGroups.clear();
   for (const marker of liveMarkers) sweepMarked(marker);
+  for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+  liveDirs.clear();
 }
 
 /** SIGKILL, now, to a group and to every descendant of its leader (in any group). */
@@ -347,7 +357,7 @@ export function killProcessGroupNow(pgid: number): void {
 export async function killProcessGroup(child: ChildProcess, graceMs = 1000): Promise<void> {
   const pgid = child.pid;
   if (pgid === undefined) return;
-  let descendants = descendantsOf(pgid);
+  const descendants = descendantsOf(pgid);
   const alive = () => descendants.some(pidAlive) || groupRunning(pgid);
   const send = (signal: NodeJS.Signals) => {
     signalGroup(pgid, signal);
@@ -399,7 +409,12 @@ const NAMESPACE_INIT = '"$@"; exit $?';
 
 /** An executable `name` (a path, or a bare name searched on `path`), absolute; undefined when there is none. */
 function findExecutable(name: string, path: string | undefined, cwd: string): string | undefined {
-  const candidates = name.includes('/') ? [resolvePath(cwd, name)] : (path ?? '').split(delimiter).filter(isAbsolute).map((dir) => join(dir, name));
+  const candidates = name.includes('/')
+    ? [resolvePath(cwd, name)]
+    : (path ?? '')
+        .split(delimiter)
+        .filter(isAbsolute)
+        .map((dir) => join(dir, name));
   for (const file of candidates) {
     try {
       if (statSync(file).isFile()) {
@@ -422,14 +437,22 @@ export function containment(): Containment {
 }
 
 function probeContainment(): Containment & { unshare?: string } {
-  const fallback = (why: string): Containment => ({ mechanism: 'sweep', detail: `${why}; only process groups and the run-marker sweep, which miss a daemon that leaves its session and scrubs its environment` });
+  const fallback = (why: string): Containment => ({
+    mechanism: 'sweep',
+    detail: `${why}; only process groups and the run-marker sweep, which miss a daemon that leaves its session and scrubs its environment`,
+  });
   if (process.env[CONTAINMENT_ENV] === 'sweep') return fallback(`${CONTAINMENT_ENV}=sweep`);
   if (process.platform !== 'linux') return fallback(`no PID namespaces on ${process.platform}`);
   const unshare = findExecutable('unshare', process.env.PATH, process.cwd());
   if (!unshare) return fallback('unshare (util-linux) not found on PATH');
   const probe = spawnSync(unshare, [...UNSHARE_ARGS, '/bin/sh', '-c', 'exit 0'], { stdio: 'ignore', timeout: 5000 });
-  if (probe.error || probe.status !== 0) return fallback(`unshare --pid failed (${probe.error?.message ?? `exit ${probe.status ?? probe.signal}`}; it needs root or CAP_SYS_ADMIN)`);
-  return { mechanism: 'pid-namespace', detail: 'each server in a PID namespace of its own (unshare --pid), so the kernel ends whatever a server started when the server ends', unshare };
+  if (probe.error || probe.status !== 0)
+    return fallback(`unshare --pid failed (${probe.error?.message ?? `exit ${probe.status ?? probe.signal}`}; it needs root or CAP_SYS_ADMIN)`);
+  return {
+    mechanism: 'pid-namespace',
+    detail: 'each server in a PID namespace of its own (unshare --pid), so the kernel ends whatever a server started when the server ends',
+    unshare,
+  };
 }
 
 /** Signal numbers to names; the first name of an alias pair (SIGABRT, not SIGIOT), as Node reports them. */

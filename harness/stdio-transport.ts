@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ConnectionFailure } from './host-session.js';
-import { assertNotAborted, containedLaunch, killEverythingNow, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
+import { assertNotAborted, containedLaunch, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
 import type { Transcript } from './transcript.js';
 
 export interface StdioTargetSpec {
@@ -31,11 +31,6 @@ const GARBAGE_KEEP_LINES = 100;
 const GARBAGE_LINE_CHARS = 1000;
 /** After the server exits, how long to wait for its stdout to close (a leftover child may hold it open). */
 const CLOSE_AFTER_EXIT_MS = 200;
-
-/** Every server group still running; the CLI kills them (and their descendants) on SIGINT/SIGTERM. */
-export function killAllLiveGroups(): void {
-  killEverythingNow();
-}
 
 const mb = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
 
@@ -140,7 +135,8 @@ export class ProcessGroupStdioTransport implements Transport {
     if (this.stderrKept < STDERR_KEEP_BYTES) {
       this.stderrKept += chunk.length;
       this.transcript.stderr(chunk);
-      if (this.stderrKept >= STDERR_KEEP_BYTES) this.transcript.note(`the server's stderr passed ${mb(STDERR_KEEP_BYTES)}: only its last ${STDERR_TAIL_CHARS} characters are kept from here`);
+      if (this.stderrKept >= STDERR_KEEP_BYTES)
+        this.transcript.note(`the server's stderr passed ${mb(STDERR_KEEP_BYTES)}: only its last ${STDERR_TAIL_CHARS} characters are kept from here`);
       return;
     }
     this.stderrSkipped += chunk.length;
@@ -210,7 +206,7 @@ export class ProcessGroupStdioTransport implements Transport {
 
   /** A line over the cap: keep nothing of it, stop the server, and say why. */
   private overflow(bytes: number): void {
-    this.failure = `the server sent a message over the ${mb(maxMessageBytes)} limit (${bytes} bytes without a newline; see --max-message-mb): connection closed, server stopped`;
+    this.failure = `the server sent a message over the ${mb(maxMessageBytes)} limit (${bytes} bytes without a newline): connection closed, server stopped`;
     this.pending = [];
     this.pendingBytes = 0;
     this.transcript.note(this.failure);

@@ -18,8 +18,7 @@ export interface StdioTarget {
 /** A Streamable HTTP server: one already running (`url`), or a command the suite starts per scenario. */
 export type HttpTarget =
   /** `url` may carry `user:password@`: sent as `Authorization: Basic` on every request, never in the URL. */
-  | { kind: 'http-url'; url: string }
-  | { kind: 'http-command'; command: string; path: string; env: Record<string, string>; cwd?: string };
+  { kind: 'http-url'; url: string } | { kind: 'http-command'; command: string; path: string; env: Record<string, string>; cwd?: string };
 
 export type Target = StdioTarget | HttpTarget;
 

@@ -39,7 +39,7 @@ export const conflictPrefersCurrent: CheckDef = {
   title: `when the two keys disagree, uses ${STATE_KEY} (or refuses), never a merge`,
   summary: `If "${STATE_KEY}" and "${STATE_KEY_DEPRECATED}" ever carry different values, the current key wins; the two values are never merged. Refusing the call is also acceptable. Source: CONTRACT.md §3 ALIAS-2.`,
   observes:
-    'One call whose two keys hold different states, each with its own workspace as sandboxCwd and a field the other lacks; the suite reads the argv of the launch (or trap) that carried the call\'s nonce: the deprecated value\'s sandboxCwd before "--", or its own field anywhere in the argv, fails (taken, or merged), the current value\'s sandboxCwd passes, and no launch at all is judged as a refusal. The call carries a decoy, so the monitor also charges here any launch of it whose single forwarded state contains those markers; any other difference stays FWD-2\'s.',
+    "One call whose two keys hold different states, each with its own workspace as sandboxCwd and a field the other lacks; the suite reads the argv of the launch (or trap) that carried the call's nonce: the deprecated value's sandboxCwd before \"--\", or its own field anywhere in the argv, fails (taken, or merged), the current value's sandboxCwd passes, and no launch at all is judged as a refusal. The call carries a decoy, so the monitor also charges here any launch of it whose single forwarded state contains those markers; any other difference stays FWD-2's.",
   why: 'The two keys are one policy; a merge can produce a policy nobody sent, and the deprecated copy may be stale.',
   typicalMistake: 'Object-spreading both values together, or reading the deprecated key first.',
   fix: `Take "${STATE_KEY}" when it is an object; only fall back to "${STATE_KEY_DEPRECATED}" when the current key is absent.`,
@@ -47,34 +47,36 @@ export const conflictPrefersCurrent: CheckDef = {
 };
 
 const conflictScenario = singleCheckScenario(conflictPrefersCurrent, async (ctx) => {
-    // Each value has its own workspace (told apart by sandboxCwd) and a field the other lacks,
-    // so a merge shows even when the forwarder also drops or reorders fields.
-    const variant = async (name: string, extra: Record<string, unknown>) => ({
-      ...ctx.state,
-      ...extra,
-      sandboxCwd: pathToFileURL(await ctx.observers.workspaceVariant(name)).href,
-    });
-    const current = await variant('current key', { conformanceCurrentOnly: true });
-    const deprecated = await variant('deprecated key', { conformanceDeprecatedOnly: true });
-    const probe = await ctx.execProbe({ ...ctx.codexEntries(), state: current, stateDeprecated: deprecated }, { decoy: { check: conflictPrefersCurrent.id, markers: [JSON.stringify(deprecated.sandboxCwd), 'conformanceDeprecatedOnly'] } });
-    const observations = await ctx.observe();
-    // Whichever codex ran (the given launcher, or a trap: LAUNCH-1's finding), judge what it got.
-    const launch =
-      launchOf(observations, probe.nonce) ?? observations.trapCalls.find((t) => carriesNonce(t.argv, probe.nonce));
-    let verdict: Verdict;
-    if (!launch) {
-      verdict = await judgeFailClosed(probe, observations, ctx.control());
-      if (verdict.status === 'pass') verdict = pass('the server refused the conflicting call');
-    } else if (carriesState(launch.argv, deprecated)) {
-      verdict = fail(`with conflicting keys the server forwarded the ${STATE_KEY_DEPRECATED} value`, { expected: current, actual: launch.argv });
-    } else if (launch.argv.some((arg) => arg.includes('conformanceDeprecatedOnly'))) {
-      verdict = fail('with conflicting keys the server forwarded a merge of both values', { expected: current, actual: launch.argv });
-    } else if (carriesState(launch.argv, current)) {
-      verdict = pass();
-    } else {
-      verdict = fail('with conflicting keys the launch carried neither value', { expected: current, actual: launch.argv });
-    }
-    return verdict;
+  // Each value has its own workspace (told apart by sandboxCwd) and a field the other lacks,
+  // so a merge shows even when the forwarder also drops or reorders fields.
+  const variant = async (name: string, extra: Record<string, unknown>) => ({
+    ...ctx.state,
+    ...extra,
+    sandboxCwd: pathToFileURL(await ctx.observers.workspaceVariant(name)).href,
+  });
+  const current = await variant('current key', { conformanceCurrentOnly: true });
+  const deprecated = await variant('deprecated key', { conformanceDeprecatedOnly: true });
+  const probe = await ctx.execProbe(
+    { ...ctx.codexEntries(), state: current, stateDeprecated: deprecated },
+    { decoy: { check: conflictPrefersCurrent.id, markers: [JSON.stringify(deprecated.sandboxCwd), 'conformanceDeprecatedOnly'] } },
+  );
+  const observations = await ctx.observe();
+  // Whichever codex ran (the given launcher, or a trap: LAUNCH-1's finding), judge what it got.
+  const launch = launchOf(observations, probe.nonce) ?? observations.trapCalls.find((t) => carriesNonce(t.argv, probe.nonce));
+  let verdict: Verdict;
+  if (!launch) {
+    verdict = await judgeFailClosed(probe, observations, ctx.control());
+    if (verdict.status === 'pass') verdict = pass('the server refused the conflicting call');
+  } else if (carriesState(launch.argv, deprecated)) {
+    verdict = fail(`with conflicting keys the server forwarded the ${STATE_KEY_DEPRECATED} value`, { expected: current, actual: launch.argv });
+  } else if (launch.argv.some((arg) => arg.includes('conformanceDeprecatedOnly'))) {
+    verdict = fail('with conflicting keys the server forwarded a merge of both values', { expected: current, actual: launch.argv });
+  } else if (carriesState(launch.argv, current)) {
+    verdict = pass();
+  } else {
+    verdict = fail('with conflicting keys the launch carried neither value', { expected: current, actual: launch.argv });
+  }
+  return verdict;
 });
 
 export const aliasScenarios: Scenario[] = [

@@ -6,7 +6,6 @@ import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRu
 import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { isObject } from '../harness/json.js';
 
-
 export const argumentsNotAuthority: CheckDef = {
   id: 'authority/arguments-are-not-authority',
   rule: 'AUTH-1',
@@ -15,7 +14,7 @@ export const argumentsNotAuthority: CheckDef = {
   summary:
     'Tool arguments come from the model. A sandbox state, a launcher or a _meta-like object inside `arguments` is never used; only the request _meta counts. Rejecting the unknown arguments is fine. Source: CONTRACT.md §3 AUTH-1.',
   observes:
-    'One call carries the normal _meta and, in its arguments, a danger-full-access state with its own sandboxCwd and a planted trap executable, under every plausible name (codexExecutable, sandboxState, codex/sandbox-state, codex/sandbox-launcher, _meta); over stdio its launch must carry the _meta state\'s sandboxCwd, or the call be refused while the control works. The monitor charges here any invocation of the trap and any launch of the call whose forwarded state contains the smuggled sandboxCwd; over HTTP, where nothing may run, everything else that ran is HTTP-1\'s.',
+    "One call carries the normal _meta and, in its arguments, a danger-full-access state with its own sandboxCwd and a planted trap executable, under every plausible name (codexExecutable, sandboxState, codex/sandbox-state, codex/sandbox-launcher, _meta); over stdio its launch must carry the _meta state's sandboxCwd, or the call be refused while the control works. The monitor charges here any invocation of the trap and any launch of the call whose forwarded state contains the smuggled sandboxCwd; over HTTP, where nothing may run, everything else that ran is HTTP-1's.",
   why: 'A model (or a prompt injection) could otherwise widen its own sandbox or pick the binary that runs its command.',
   typicalMistake: 'Merging arguments and _meta into one options object, or accepting a codexExecutable argument "for testing".',
   fix: 'Read codex/sandbox-state and codex/sandbox-launcher from the request _meta only.',
@@ -63,9 +62,9 @@ export const stateFollowsCall: CheckDef = {
   level: 'MUST',
   title: 'on one server process, every call launches under its own state and launcher',
   summary:
-    'Authority belongs to the call that sent it. On one server process the suite sends, one after another: a state, the same workspace with another policy, the same policy with only an unknown field changed, another launcher, and the first authority again. Each launch must carry exactly the state and codexExecutable of its own call. The sandbox monitor also charges to this check any launch, in any scenario, that carried an earlier call\'s authority. Source: CONTRACT.md §3 AUTH-2 and EXEC-1.',
+    "Authority belongs to the call that sent it. On one server process the suite sends, one after another: a state, the same workspace with another policy, the same policy with only an unknown field changed, another launcher, and the first authority again. Each launch must carry exactly the state and codexExecutable of its own call. The sandbox monitor also charges to this check any launch, in any scenario, that carried an earlier call's authority. Source: CONTRACT.md §3 AUTH-2 and EXEC-1.",
   observes:
-    'Five calls on one server process: the scenario state, the same workspace with network enabled, only an unknown canary field changed, a second launcher, then the first authority again; the scenario fails a call that reported success with nothing launched or executed. The monitor compares each launch\'s executable and whole forwarded state with its own call\'s, and charges here any launch, in any scenario of the run, that carries exactly the authority of another call of that scenario instead of its own (concurrent calls and sessions have checks of their own), so a cache keyed on known fields or on the workspace shows wherever it bites.',
+    "Five calls on one server process: the scenario state, the same workspace with network enabled, only an unknown canary field changed, a second launcher, then the first authority again; the scenario fails a call that reported success with nothing launched or executed. The monitor compares each launch's executable and whole forwarded state with its own call's, and charges here any launch, in any scenario of the run, that carries exactly the authority of another call of that scenario instead of its own (concurrent calls and sessions have checks of their own), so a cache keyed on known fields or on the workspace shows wherever it bites.",
   why: 'A server that remembers the first state of a workspace, or caches by the fields it knows, runs later commands under a policy Codex no longer sends.',
   typicalMistake: 'Caching the serialized state or the launcher path by workspace, by known fields, or "until it changes".',
   fix: 'Read and forward the state and launcher of each call, every time; if you must cache, key by the exact state JSON and launcher path.',
@@ -80,7 +79,7 @@ export const concurrentSameWorkspace: CheckDef = {
   summary:
     "Calls in flight at the same time, for the same workspace but with different policies, never see each other's state: each launch carries the whole state of its own call (told apart by content, not by the workspace path). Source: CONTRACT.md §3 AUTH-3.",
   observes:
-    'Four calls sent at once share the workspace and differ only in network (restricted or enabled) and a conformanceCall field; the scenario only requires that at least one launched. The monitor matches each launch to the calls by whole-state deep equality, not by sandboxCwd, and charges here any launch of one call that carries another\'s state; any other difference is FWD-2\'s.',
+    "Four calls sent at once share the workspace and differ only in network (restricted or enabled) and a conformanceCall field; the scenario only requires that at least one launched. The monitor matches each launch to the calls by whole-state deep equality, not by sandboxCwd, and charges here any launch of one call that carries another's state; any other difference is FWD-2's.",
   why: 'A per-workspace "current state" mixes up two turns that work in the same directory.',
   typicalMistake: 'Keeping the latest state per workspace (or per session) in a map that concurrent calls overwrite.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
@@ -92,9 +91,10 @@ export const concurrentCalls: CheckDef = {
   rule: 'AUTH-3',
   level: 'SHOULD',
   title: 'concurrent calls with different states each launch with their own',
-  summary: 'Calls in flight at the same time never see each other\'s state: each launch carries the state of the call that asked for it. Source: CONTRACT.md §3 AUTH-3.',
+  summary:
+    "Calls in flight at the same time never see each other's state: each launch carries the state of the call that asked for it. Source: CONTRACT.md §3 AUTH-3.",
   observes:
-    'Four calls sent at once, each with a state of its own sandboxCwd, are registered as concurrent; the scenario only requires that at least one launched. The monitor charges here any launch of one of them that carries another\'s exact state and executable (any other difference is FWD-2\'s), so a mix-up cannot hide behind the scenario\'s pass.',
+    "Four calls sent at once, each with a state of its own sandboxCwd, are registered as concurrent; the scenario only requires that at least one launched. The monitor charges here any launch of one of them that carries another's exact state and executable (any other difference is FWD-2's), so a mix-up cannot hide behind the scenario's pass.",
   why: 'Codex can run several tool calls at once; a shared "current state" lets one call run under another\'s policy.',
   typicalMistake: 'Keeping the latest state in a global or per-connection variable.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
@@ -169,7 +169,8 @@ const cacheScenario = singleCheckScenario(noCachedResults, async (ctx) => {
   const second = await ctx.execProbe(ctx.codexEntries(changed), { nonce: first.nonce });
   const observations = await ctx.observe();
   const launches = launchesFor(observations, first.nonce);
-  if (launches.length === 0) return (await waitForControl(ctx, 'the first call launched nothing')) ?? couldNotRun('the first call launched nothing (see the forwarding checks)');
+  if (launches.length === 0)
+    return (await waitForControl(ctx, 'the first call launched nothing')) ?? couldNotRun('the first call launched nothing (see the forwarding checks)');
   if (launches.length === 1 && !isRefusal(second.outcome)) {
     return fail('the repeated call under a different state did not launch again: its result was reused', {
       expected: { launches: 2, secondState: changed },
@@ -190,7 +191,8 @@ function concurrentScenario(check: CheckDef, states: (ctx: ScenarioContext) => P
     const probes = await Promise.all(sent.map((state) => ctx.execProbe(ctx.codexEntries(state), { concurrent: true, authorityCheck: check.id })));
     const observations = await ctx.observe();
     const launched = probes.filter((p) => launchOf(observations, p.nonce)).length;
-    if (launched === 0) return (await waitForControl(ctx, 'none of the concurrent calls launched anything')) ?? couldNotRun('none of the concurrent calls launched anything');
+    if (launched === 0)
+      return (await waitForControl(ctx, 'none of the concurrent calls launched anything')) ?? couldNotRun('none of the concurrent calls launched anything');
     return pass(launched < probes.length ? `${probes.length - launched} of ${probes.length} calls were refused` : undefined);
   });
 }
@@ -207,7 +209,9 @@ const sequenceScenario = singleCheckScenario(stateFollowsCall, async (ctx) => {
   const probes = [];
   for (const step of steps) probes.push({ label: step.label, probe: await ctx.execProbe(step.entries) });
   const observations = await ctx.observe();
-  const silent = probes.filter(({ probe }) => !launchOf(observations, probe.nonce) && probeRunsOf(observations, probe.nonce).length === 0 && !isRefusal(probe.outcome));
+  const silent = probes.filter(
+    ({ probe }) => !launchOf(observations, probe.nonce) && probeRunsOf(observations, probe.nonce).length === 0 && !isRefusal(probe.outcome),
+  );
   if (probes.every(({ probe }) => !launchOf(observations, probe.nonce))) {
     return (await waitForControl(ctx, 'no call of the sequence launched anything')) ?? couldNotRun('no call of the sequence launched anything');
   }
@@ -234,20 +238,28 @@ async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500):
 function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
   const scenario = singleCheckScenario(check, async (ctx) => {
     const adapter = ctx.sessionAdapter!;
-    const opened = await ctx.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), { check: check.id });
+    const opened = await ctx.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), {
+      check: check.id,
+    });
     if (opened.kind !== 'result' || isRefusal(opened)) {
       const what = `opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`;
       return (await waitForControl(ctx, what)) ?? couldNotRun(what);
     }
     const id = readSessionId(opened.result, adapter.sessionId);
     if (id === undefined) {
-      return couldNotRun(`no session id ${adapter.sessionId ? `at "${adapter.sessionId}"` : 'in structuredContent.sessionId or a single text block'} of the open result: ${JSON.stringify(opened.result).slice(0, 300)}`);
+      return couldNotRun(
+        `no session id ${adapter.sessionId ? `at "${adapter.sessionId}"` : 'in structuredContent.sessionId or a single text block'} of the open result: ${JSON.stringify(opened.result).slice(0, 300)}`,
+      );
     }
     const send = async (sandbox: SandboxEntries) => {
       const nonce = ctx.observers.newNonce();
       const line = ctx.observers.probeCommand(nonce).map(shellQuote).join(' ');
       const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: id });
-      const outcome = await ctx.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, { check: check.id, nonce, authorityCheck: check.id });
+      const outcome = await ctx.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, {
+        check: check.id,
+        nonce,
+        authorityCheck: check.id,
+      });
       return { nonce, outcome };
     };
     // Control: under the same authority, the session runs what it is sent inside a launch of the
@@ -256,10 +268,14 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
     let observations = await observeProbe(ctx, same.nonce);
     const sessionLaunch = launchOf(observations, same.nonce);
     if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
-      return couldNotRun(`under the same authority the session did not run the command it was sent inside a launch of the launcher sent (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`);
+      return couldNotRun(
+        `under the same authority the session did not run the command it was sent inside a launch of the launcher sent (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`,
+      );
     }
     const changedState = await variantState(ctx, 'changed authority', 'danger-full-access');
-    const entries = changeLauncher ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } } : ctx.codexEntries(changedState);
+    const entries = changeLauncher
+      ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
+      : ctx.codexEntries(changedState);
     const changed = await send(entries);
     // A server that says no and sends the command to the old session anyway is caught too: the
     // servers stay up a moment after the scenario, and the monitor charges a late run to this check.
@@ -274,7 +290,10 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
     }
     if (runs.length === 0) {
       if (isRefusal(changed.outcome)) return pass('the server refused the call');
-      return fail('the call reported success, but the command it carried never ran', { expected: 'a refusal, or the command run under the new authority', actual: summarizeOutcome(changed.outcome) });
+      return fail('the call reported success, but the command it carried never ran', {
+        expected: 'a refusal, or the command run under the new authority',
+        actual: summarizeOutcome(changed.outcome),
+      });
     }
     // Where it ran instead (outside a launch, under another launcher or state) is the monitor's finding.
     return pass(`the session restarted under the new ${changeLauncher ? 'launcher' : 'state'}`);

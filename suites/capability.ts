@@ -11,7 +11,7 @@ export const advertised: CheckDef = {
   title: 'opts in under capabilities.experimental with an object value',
   summary: `A server that wants the sandbox policy says so in its initialize result: "${STATE_KEY}" (or the older "${STATE_KEY_DEPRECATED}") under capabilities.experimental, with a JSON object as the value. Source: ${SOURCE}.`,
   observes:
-    'The raw initialize result of the scenario\'s own connection (stdio, and HTTP when given), read as sent rather than through an SDK client: passes when capabilities.experimental holds codex/sandbox-state or codex/sandbox-state-meta with an object value, and names the failure when the value is not an object, the key sits at the top level of capabilities, or experimental is not an object. Every other scenario reads its own handshake too, and one that did not opt in leaves its opt-in checks could-not-run rather than passing them.',
+    "The raw initialize result of the scenario's own connection (stdio, and HTTP when given), read as sent rather than through an SDK client: passes when capabilities.experimental holds codex/sandbox-state or codex/sandbox-state-meta with an object value, and names the failure when the value is not an object, the key sits at the top level of capabilities, or experimental is not an object. Every other scenario reads its own handshake too, and one that did not opt in leaves its opt-in checks could-not-run rather than passing them.",
   why: 'Codex sends no sandbox keys to a server that did not opt in, and fails the whole startup when the value is not an object; a key at the top level of capabilities is ignored.',
   typicalMistake: 'Putting the key directly under capabilities, or giving it the value true.',
   fix: `Return capabilities: { experimental: { "${STATE_KEY}": {} } } from initialize.`,
@@ -31,7 +31,6 @@ export const currentName: CheckDef = {
   fix: `Advertise "${STATE_KEY}" (advertising both is fine).`,
   needs: [],
 };
-
 
 /** Judged on the raw initialize result, so that what an SDK client would drop is still seen. */
 export function judgeCapabilities(initializeResult: Record<string, unknown>): Map<string, Verdict> {

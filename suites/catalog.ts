@@ -13,7 +13,7 @@ export const sameCatalog: CheckDef = {
   title: 'concurrent startups list the same tool catalog',
   summary: `Several startups in the same scope at once see the same tools/list: Codex may share one catalog among overlapping startups. A server whose catalog differs per connection must opt out with capabilities.experimental["${CACHE_KEY}"] = {"cacheable": false}. Source: CONTRACT.md §3 CAT-1.`,
   observes:
-    'Besides the scenario\'s first connection, three startups (catalogStartups) are opened at once, each a fresh server process for a started target; the tools/list each got at its handshake, all pages, is compared deep-equal with the first connection\'s. Not applicable when any of these handshakes opts out of catalog caching.',
+    "Besides the scenario's first connection, three startups (catalogStartups) are opened at once, each a fresh server process for a started target; the tools/list each got at its handshake, all pages, is compared deep-equal with the first connection's. Not applicable when any of these handshakes opts out of catalog caching.",
   why: 'Otherwise a Codex session can be shown tools that its own connection does not have, or miss tools it does.',
   typicalMistake: 'Putting per-process or per-connection data (a PID, a port, a session id) into tool names or schemas.',
   fix: 'Keep the catalog a function of configuration only, or opt out of catalog caching.',
@@ -25,9 +25,10 @@ export const stableRelist: CheckDef = {
   rule: 'CAT-1',
   level: 'MUST',
   title: 'a second tools/list on one connection returns the same catalog (or the server said it changed)',
-  summary: 'Listing tools again on the same connection gives the same catalog unless the server sent notifications/tools/list_changed in between. Source: CONTRACT.md §3 CAT-1.',
+  summary:
+    'Listing tools again on the same connection gives the same catalog unless the server sent notifications/tools/list_changed in between. Source: CONTRACT.md §3 CAT-1.',
   observes:
-    'On the first connection, tools/list is requested again, following nextCursor through every page, and compared deep-equal with the catalog from the handshake; a difference passes only when the connection\'s transcript holds a notifications/tools/list_changed from the server.',
+    "On the first connection, tools/list is requested again, following nextCursor through every page, and compared deep-equal with the catalog from the handshake; a difference passes only when the connection's transcript holds a notifications/tools/list_changed from the server.",
   why: 'Codex caches the catalog; a silent change leaves it calling tools that are gone or missing new ones.',
   typicalMistake: 'Generating tool entries on every request.',
   fix: 'Build the catalog once; when it does change, send notifications/tools/list_changed.',
@@ -53,9 +54,10 @@ export const startupInBudget: CheckDef = {
   rule: 'CAT-2',
   level: 'MUST',
   title: 'initialize + tools/list finish within the startup timeout, also when startups overlap',
-  summary: "Each startup (initialize, then tools/list) completes within Codex's startup timeout (30 s by default, startup_timeout_sec), including when several start at once. Source: CONTRACT.md §3 CAT-2.",
+  summary:
+    "Each startup (initialize, then tools/list) completes within Codex's startup timeout (30 s by default, startup_timeout_sec), including when several start at once. Source: CONTRACT.md §3 CAT-2.",
   observes:
-    'Every overlapping startup (initialize, then tools/list, each under the startup timeout) must complete; one that fails or times out fails the check. The first connection\'s startup and the others\' are timed and reported.',
+    "Every overlapping startup (initialize, then tools/list, each under the startup timeout) must complete; one that fails or times out fails the check. The first connection's startup and the others' are timed and reported.",
   why: 'Codex gives up on a server that is not ready in time, and its tools are then missing from the session.',
   typicalMistake: 'Doing slow work (downloads, indexing, locks shared between instances) before answering initialize.',
   fix: 'Answer initialize and tools/list first; do slow work lazily.',
@@ -69,7 +71,7 @@ export const startupHeadroom: CheckDef = {
   title: 'the slowest overlapping startup uses at most half the startup timeout',
   summary: 'A startup that takes more than half the budget here is at risk on a slower or busier machine. Source: CONTRACT.md §3 CAT-2.',
   observes:
-    'The slowest of the measured startup times (initialize plus tools/list, the first connection\'s and the overlapping ones\') must be at most half the startup timeout; a startup that did not complete fails it too.',
+    "The slowest of the measured startup times (initialize plus tools/list, the first connection's and the overlapping ones') must be at most half the startup timeout; a startup that did not complete fails it too.",
   why: 'Headroom is what keeps a server inside the timeout in CI and on laptops.',
   typicalMistake: 'Measuring startup only on a fast, idle machine.',
   fix: 'Profile the startup path; load heavy modules lazily.',
@@ -110,12 +112,20 @@ export const catalogScenario: Scenario = {
       (e) => e.dir === 'server->host' && (e.message as { method?: unknown }).method === 'notifications/tools/list_changed',
     );
     if ('failed' in again) {
-      verdicts.set(stableRelist.id, fail('the second tools/list failed', { expected: 'the same catalog', actual: typeof again.failed === 'string' ? again.failed : summarizeOutcome(again.failed) }));
+      verdicts.set(
+        stableRelist.id,
+        fail('the second tools/list failed', {
+          expected: 'the same catalog',
+          actual: typeof again.failed === 'string' ? again.failed : summarizeOutcome(again.failed),
+        }),
+      );
     } else {
       const diff = structuralDiff({ tools: ctx.handshake.tools }, { tools: again.tools });
       verdicts.set(
         stableRelist.id,
-        diff.length === 0 || changedNotice ? pass(changedNotice ? 'the server announced a change' : undefined) : fail('the catalog changed between two listings without notifications/tools/list_changed', { diff }),
+        diff.length === 0 || changedNotice
+          ? pass(changedNotice ? 'the server announced a change' : undefined)
+          : fail('the catalog changed between two listings without notifications/tools/list_changed', { diff }),
       );
     }
 
@@ -129,11 +139,20 @@ export const catalogScenario: Scenario = {
     const timing = `startups took ${times.join(', ')} ms (budget ${budget} ms)`;
     if (failures.length > 0) {
       const timedOut = started.some((s) => s.status === 'rejected' && s.reason instanceof TargetStartError);
-      verdicts.set(startupInBudget.id, fail(`${failures.length} of ${concurrent} overlapping startups did not complete${timedOut ? ' in time' : ''}`, { expected: `each within ${budget} ms`, actual: failures }));
+      verdicts.set(
+        startupInBudget.id,
+        fail(`${failures.length} of ${concurrent} overlapping startups did not complete${timedOut ? ' in time' : ''}`, {
+          expected: `each within ${budget} ms`,
+          actual: failures,
+        }),
+      );
       verdicts.set(startupHeadroom.id, fail(`an overlapping startup did not finish within the budget (${budget} ms)`, { actual: failures }));
     } else {
       verdicts.set(startupInBudget.id, pass(timing));
-      verdicts.set(startupHeadroom.id, slowest <= budget / 2 ? pass(timing) : fail(`the slowest startup took ${slowest} ms, more than half the ${budget} ms budget`, { actual: times }));
+      verdicts.set(
+        startupHeadroom.id,
+        slowest <= budget / 2 ? pass(timing) : fail(`the slowest startup took ${slowest} ms, more than half the ${budget} ms budget`, { actual: times }),
+      );
     }
 
     const optedOut = [ctx.handshake, ...ok.map((c) => c.handshake)].some((h) => {
@@ -147,7 +166,10 @@ export const catalogScenario: Scenario = {
     } else {
       verdicts.set(noCacheOptOut.id, pass());
       const catalogs = [ctx.handshake.tools, ...ok.map((c) => c.handshake.tools)];
-      const diffs = catalogs.slice(1).map((tools, i) => ({ startup: i + 2, diff: structuralDiff({ tools: catalogs[0] }, { tools }) })).filter((d) => d.diff.length > 0);
+      const diffs = catalogs
+        .slice(1)
+        .map((tools, i) => ({ startup: i + 2, diff: structuralDiff({ tools: catalogs[0] }, { tools }) }))
+        .filter((d) => d.diff.length > 0);
       verdicts.set(
         sameCatalog.id,
         diffs.length === 0
@@ -171,7 +193,8 @@ export const inventoryServed: CheckDef = {
   observes:
     'One more connection (a fresh server process for a started target) is opened as Codex 0.171.0 opens an inventory connection: initialize without experimental, notifications/initialized, tools/list through every page, then resources/list and resources/templates/list at once, each with its own progressToken. The check fails when that startup fails or times out, or when a listing gets no answer, a JSON-RPC error (-32601 is accepted only when the initialize result advertises no resources) or a result without its resources or resourceTemplates array.',
   why: "Codex shows the server's tools and resources from these connections; a server that fails them shows up as broken in Codex's server status, or not at all.",
-  typicalMistake: "Treating a client whose initialize lacks Codex's experimental capabilities as a foreign host and refusing it, or failing resource listings the server never meant to offer.",
+  typicalMistake:
+    "Treating a client whose initialize lacks Codex's experimental capabilities as a foreign host and refusing it, or failing resource listings the server never meant to offer.",
   fix: 'Answer initialize whatever capabilities the client advertises; implement resources/list and resources/templates/list, or leave resources out of your capabilities.',
   needs: [],
 };
@@ -192,7 +215,12 @@ export const inventoryScenario: Scenario = {
       connection = await ctx.openConnection('inventory');
     } catch (error) {
       if (!(error instanceof TargetStartError)) throw error;
-      return new Map([[inventoryServed.id, fail(`the inventory connection did not start: ${error.message}`, { expected: 'initialize and tools/list answered', actual: error.message })]]);
+      return new Map([
+        [
+          inventoryServed.id,
+          fail(`the inventory connection did not start: ${error.message}`, { expected: 'initialize and tools/list answered', actual: error.message }),
+        ],
+      ]);
     }
     const capabilities = connection.handshake.initializeResult.capabilities;
     const offersResources = isObject(capabilities) && capabilities.resources !== undefined;
@@ -200,9 +228,21 @@ export const inventoryScenario: Scenario = {
       const array = INVENTORY_ARRAYS[method]!;
       if (outcome.kind === 'result' && isObject(outcome.result) && Array.isArray(outcome.result[array])) return [];
       if (outcome.kind === 'error' && outcome.error.code === -32601 && !offersResources) return [];
-      return [{ method, expected: offersResources ? `a result with a ${array} array` : `a result with a ${array} array, or error -32601`, got: summarizeOutcome(outcome) }];
+      return [
+        {
+          method,
+          expected: offersResources ? `a result with a ${array} array` : `a result with a ${array} array, or error -32601`,
+          got: summarizeOutcome(outcome),
+        },
+      ];
     });
-    const verdict = problems.length === 0 ? pass() : fail(`the inventory connection's ${problems.map((p) => p.method).join(' and ')} failed`, { expected: problems.map(({ method, expected }) => ({ method, expected })), actual: problems.map(({ method, got }) => ({ method, got })) });
+    const verdict =
+      problems.length === 0
+        ? pass()
+        : fail(`the inventory connection's ${problems.map((p) => p.method).join(' and ')} failed`, {
+            expected: problems.map(({ method, expected }) => ({ method, expected })),
+            actual: problems.map(({ method, got }) => ({ method, got })),
+          });
     return new Map([[inventoryServed.id, verdict]]);
   },
 };

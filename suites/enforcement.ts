@@ -18,7 +18,6 @@ import { isObject } from '../harness/json.js';
  * to do, whatever the forwarding checks could or could not see.
  */
 
-
 const NEEDS: CheckDef['needs'] = ['exec', 'opt-in', 'codex'];
 /** The status the exit probe ends with: unusual enough not to be confused with a sandbox error. */
 export const PROBE_EXIT_STATUS = 43;
@@ -29,9 +28,9 @@ export const writesInsideWorkspace: CheckDef = {
   level: 'MUST',
   title: 'in the real sandbox, the command can write inside the writable roots',
   summary:
-    'Run through the server and the real codex sandbox, the command can create a file in the workspace, which the state sent makes writable (Codex\'s workspace-write state: an absolute path write entry for the workspace). This is FWD-2 seen from the other side: the write grants Codex sent arrive intact, so the sandbox allows what Codex meant to allow. It is also the positive control for the escape checks: a sandbox that refuses everything would pass those trivially. Source: CONTRACT.md §3 FWD-2 and §5.',
+    "Run through the server and the real codex sandbox, the command can create a file in the workspace, which the state sent makes writable (Codex's workspace-write state: an absolute path write entry for the workspace). This is FWD-2 seen from the other side: the write grants Codex sent arrive intact, so the sandbox allows what Codex meant to allow. It is also the positive control for the escape checks: a sandbox that refuses everything would pass those trivially. Source: CONTRACT.md §3 FWD-2 and §5.",
   observes:
-    'Through the server, the fake launcher (which records the launch) and the real codex sandbox, the enforcement probe writes a file named after its nonce in the workspace, the state\'s sandboxCwd; the suite reads that file back on the host and passes only when it holds the nonce. The call is registered with the monitor, so the same launch\'s argv, state and executable are judged for FWD-1, FWD-2 and LAUNCH-1 as well.',
+    "Through the server, the fake launcher (which records the launch) and the real codex sandbox, the enforcement probe writes a file named after its nonce in the workspace, the state's sandboxCwd; the suite reads that file back on the host and passes only when it holds the nonce. The call is registered with the monitor, so the same launch's argv, state and executable are judged for FWD-1, FWD-2 and LAUNCH-1 as well.",
   why: 'A server that narrows the policy (forwards a read-only state, drops entries, points the command at another cwd) breaks every agent task that edits files, and hides that the policy it enforces is not the one Codex chose.',
   typicalMistake: 'Forwarding a hand-built "safe" state (read-only, or without the cwd entry) instead of the one received.',
   fix: 'Forward the state from _meta exactly as received, and let codex sandbox run the command in the sandboxCwd it names.',
@@ -46,7 +45,7 @@ export const noWritesOutside: CheckDef = {
   summary:
     'Run through the server and the real codex sandbox, the command tries to create a file in a directory the suite made outside the workspace and outside /tmp and $TMPDIR (which Codex\'s workspace-write state makes writable too); under the state sent the write must fail (codex answers "Read-only file system"). A server that forwards a widened state, or runs the command outside codex sandbox, lets it through: FWD-2 violated in effect. Source: CONTRACT.md §3 FWD-2 (and LAUNCH-1/LAUNCH-2 for a command that never reaches the sandbox) and §5.',
   observes:
-    'The probe tries to create a file in a directory the suite made outside the workspace and outside /tmp; the file existing on the host afterwards fails the check, otherwise the probe\'s own report (marker file or output line) must say the write was refused. The effect is what is judged, so a widened state or a run outside the sandbox shows here whatever the argv looked like.',
+    "The probe tries to create a file in a directory the suite made outside the workspace and outside /tmp; the file existing on the host afterwards fails the check, otherwise the probe's own report (marker file or output line) must say the write was refused. The effect is what is judged, so a widened state or a run outside the sandbox shows here whatever the argv looked like.",
   why: 'This is what the sandbox exists for: a model command must not modify files Codex did not make writable.',
   typicalMistake: 'Replacing permissionProfile with {"type":"disabled"} (danger-full-access) "to avoid sandbox errors", or adding write entries.',
   fix: 'Never edit the state: forward it unchanged to codexExecutable sandbox --sandbox-state-json <state> -- <command>.',
@@ -61,7 +60,7 @@ export const noNetwork: CheckDef = {
   summary:
     'The state sent has network "restricted". Run through the server and the real codex sandbox, the command tries to connect to a TCP listener the suite holds on 127.0.0.1; the connection must fail (codex denies the socket) and the listener must see nothing. A widened state that enables network, or a command run outside codex sandbox, reaches it: FWD-2 violated in effect. Source: CONTRACT.md §3 FWD-2 and §5.',
   observes:
-    'The suite listens on a TCP port on 127.0.0.1 and the probe tries to connect to it; any connection the listener accepts, or a probe report of success, fails the check, and a report of refusal passes. Not applicable when the scenario\'s state does not restrict the network.',
+    "The suite listens on a TCP port on 127.0.0.1 and the probe tries to connect to it; any connection the listener accepts, or a probe report of success, fails the check, and a report of refusal passes. Not applicable when the scenario's state does not restrict the network.",
   why: 'Network access lets a command exfiltrate the workspace or fetch and run code; Codex decides when it is allowed, not the server.',
   typicalMistake: 'Setting permissionProfile.network to "enabled" (or dropping the profile) so that package installs work.',
   fix: 'Forward the state unchanged; if the user wants network, that is a Codex setting that arrives in the state.',
@@ -75,7 +74,7 @@ export const exitStatus: CheckDef = {
   title: 'a failing command is reported as failing',
   summary: `Run through the server and the real codex sandbox, the command exits with status ${PROBE_EXIT_STATUS}; codex sandbox passes that status through, so a server that runs the command as FWD-1 prescribes sees it, and its tool result must report the failure (isError: true, or the status in the result). Source: CONTRACT.md §3 FWD-1 and §5.`,
   observes:
-    'The probe exits with status 43 inside the real sandbox; the tool result must be a JSON-RPC error, have isError: true, or name the status 43 after exit, status or code in text other than the probe\'s own output line.',
+    "The probe exits with status 43 inside the real sandbox; the tool result must be a JSON-RPC error, have isError: true, or name the status 43 after exit, status or code in text other than the probe's own output line.",
   why: 'The model decides what to do next from the result; a failed command reported as a success leads it astray, and hides sandbox denials from it.',
   typicalMistake: 'Returning only stdout, or isError: false whenever the launcher could be started.',
   fix: 'Wait for the launcher process and report its exit status: isError: true when it is not 0, with the status in the text.',
@@ -134,7 +133,9 @@ function account(probe: EnforcementProbe, extra: Record<string, unknown> = {}): 
     ...(summarizeOutcome(probe.outcome) as object),
     ...extra,
     forwardedToCodex: probe.launches.length ? forwarded : 'no launch of the given codexExecutable carried the command',
-    probe: probe.report ? { result: probe.report.result, detail: probe.report.detail, ranUnder: probe.report.launchId || '(no launcher)' } : 'left no marker and no output line',
+    probe: probe.report
+      ? { result: probe.report.result, detail: probe.report.detail, ranUnder: probe.report.launchId || '(no launcher)' }
+      : 'left no marker and no output line',
   };
 }
 
@@ -145,7 +146,9 @@ function noTrace(probe: EnforcementProbe, what: string): Verdict {
   }
   const result = JSON.stringify(account(probe));
   if (probe.launches.length === 0) {
-    return couldNotRun(`the server did not launch the probe through the given codexExecutable, so ${what} is unknown (see forwarding/codex-call checks): ${result}`);
+    return couldNotRun(
+      `the server did not launch the probe through the given codexExecutable, so ${what} is unknown (see forwarding/codex-call checks): ${result}`,
+    );
   }
   return couldNotRun(`the probe left no marker and no output line, so ${what} is unknown (did the real codex sandbox refuse the state?): ${result}`);
 }
@@ -173,7 +176,10 @@ async function judgeWritesInside(ctx: ScenarioContext): Promise<Verdict> {
   if (!probe.report) return noTrace(probe, 'whether it can write in the workspace');
   const expected = { fileInWorkspace: target, written: true };
   if (probe.report.result === 'done') {
-    return fail('the probe reported its write inside the workspace as done, yet the file is not in the workspace', { expected, actual: account(probe, { written: false }) });
+    return fail('the probe reported its write inside the workspace as done, yet the file is not in the workspace', {
+      expected,
+      actual: account(probe, { written: false }),
+    });
   }
   return fail(`the probe could not write inside the workspace, which the state makes writable: ${probe.report.detail || probe.report.result}`, {
     expected,
@@ -183,7 +189,8 @@ async function judgeWritesInside(ctx: ScenarioContext): Promise<Verdict> {
 
 async function judgeNoWritesOutside(ctx: ScenarioContext): Promise<Verdict> {
   // Codex's workspace-write state makes /tmp and $TMPDIR writable: a target there proves nothing.
-  if (scratchBaseOutsideTmp() === undefined) return couldNotRun('no writable directory outside /tmp and the temp dir (tried /var/tmp and the home directory) to aim the write at');
+  if (scratchBaseOutsideTmp() === undefined)
+    return couldNotRun('no writable directory outside /tmp and the temp dir (tried /var/tmp and the home directory) to aim the write at');
   const outside = makeOutsideDir(ctx.observers.dir);
   try {
     const nonce = ctx.observers.newNonce();
@@ -199,7 +206,10 @@ async function judgeNoWritesOutside(ctx: ScenarioContext): Promise<Verdict> {
     }
     if (!probe.report) return noTrace(probe, 'whether it can write outside the workspace');
     if (probe.report.result === 'refused') return pass(`refused: ${probe.report.detail}`);
-    return { status: 'error', message: `the probe reported ${JSON.stringify(probe.report.result)} but ${target} does not exist: ${JSON.stringify(account(probe))}` };
+    return {
+      status: 'error',
+      message: `the probe reported ${JSON.stringify(probe.report.result)} but ${target} does not exist: ${JSON.stringify(account(probe))}`,
+    };
   } finally {
     outside.remove();
   }

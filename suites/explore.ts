@@ -48,25 +48,41 @@ export const sequencesHoldContract: CheckDef = {
   summary:
     'Stateful, model-based exploration: sequences of calls on one server process, where the authority changes one dimension at a time (policy, workspace, an unknown field, launcher, which state key carries it), calls arrive with no launcher or a malformed one, a state that is absent or not an object, a launcher that cannot set up a sandbox, authority smuggled in the arguments, commands of every shape, bursts of concurrent calls, resource reads and relists. Every call must run only inside a launch of its own codexExecutable under its own state, or run nothing when its authority is missing or bad, whatever came before it. A violation is shrunk to the shortest sequence that still shows it, with the seed and path that replay it. Source: CONTRACT.md §3 EXEC-1, LAUNCH-1..3, FWD-1, FWD-2, AUTH-1, AUTH-2, HTTP-1.',
   observes:
-    'Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule (findings of SHOULD rules, such as key order or concurrent mix-ups, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, what ran and in which launch under whose state. The sequence generator is seeded (--explore-seed), so a default run is reproducible; --replay <seed:path> reruns exactly one sequence.',
+    'Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule (findings of SHOULD rules, such as key order or concurrent mix-ups, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.',
   why: 'Servers keep state: caches, pools, remembered launchers, counters. Their defects show on the third call, after a failure, or after a change of workspace, where a fixed script of a few calls never looks.',
-  typicalMistake: 'A worker or cache keyed on part of the authority, a launcher remembered "until it changes", or a fast path that kicks in after a few identical calls.',
-  fix: 'Read the authority from each call, every time; key anything you keep by the exact state JSON and launcher path, and never let one call fall back on another\'s.',
+  typicalMistake:
+    'A worker or cache keyed on part of the authority, a launcher remembered "until it changes", or a fast path that kicks in after a few identical calls.',
+  fix: "Read the authority from each call, every time; key anything you keep by the exact state JSON and launcher path, and never let one call fall back on another's.",
   needs: ['exec', 'opt-in'],
 };
 
 /** Default budget of a run: reproducible (fixed seed) and small enough for the default wall time. */
 export const EXPLORE_DEFAULTS: ExploreOptions = { runs: 12, seed: 20261201 };
-/** Sequences run at once: fixed (not --jobs), so a seed means the same sequences on every machine. */
+/** Sequences run at once: fixed (not the run's parallelism), so a seed means the same sequences on every machine. */
 const WORKERS = 2;
 const MAX_STEPS = 10;
 /** Shrinking reruns each candidate on a fresh server: capped so a failing run ends in reasonable time. */
-const MAX_SHRINK_RUNS = 60;
+const MAX_SHRINK_RUNS = 40;
 const MAX_SHRINK_MS = 60_000;
 
 /** The checks the monitor may charge an exploration finding to. */
 const CHARGED = new Map<string, CheckDef>(
-  [sequencesHoldContract, executesInsideLaunch, runsGivenExecutable, argvShape, stateUnchanged, fidelity, stateFollowsCall, concurrentCalls, concurrentSameWorkspace, httpFailsClosed, argumentsNotAuthority, absentFailsClosed, failsClosedAfterSuccess, brokenSandbox].map((c) => [c.id, c]),
+  [
+    sequencesHoldContract,
+    executesInsideLaunch,
+    runsGivenExecutable,
+    argvShape,
+    stateUnchanged,
+    fidelity,
+    stateFollowsCall,
+    concurrentCalls,
+    concurrentSameWorkspace,
+    httpFailsClosed,
+    argumentsNotAuthority,
+    absentFailsClosed,
+    failsClosedAfterSuccess,
+    brokenSandbox,
+  ].map((c) => [c.id, c]),
 );
 /** A finding breaks the sequence unless it is charged to a SHOULD check (an unknown check counts as MUST). */
 const isMust = (finding: Finding) => (CHARGED.get(finding.check)?.level ?? 'MUST') === 'MUST';
@@ -85,8 +101,25 @@ interface Authority {
 const INITIAL: Authority = { workspace: 0, policy: 'workspace-write', variant: 0, launcher: 'a', keys: 'both' };
 
 type Change = 'none' | 'policy' | 'workspace' | 'variant' | 'launcher' | 'keys';
-type BadAuthority = 'launcher-absent' | 'launcher-string' | 'launcher-relative' | 'launcher-missing' | 'launcher-not-executable' | 'launcher-broken' | 'state-absent' | 'state-not-object';
-const BAD: BadAuthority[] = ['launcher-absent', 'launcher-string', 'launcher-relative', 'launcher-missing', 'launcher-not-executable', 'launcher-broken', 'state-absent', 'state-not-object'];
+type BadAuthority =
+  | 'launcher-absent'
+  | 'launcher-string'
+  | 'launcher-relative'
+  | 'launcher-missing'
+  | 'launcher-not-executable'
+  | 'launcher-broken'
+  | 'state-absent'
+  | 'state-not-object';
+const BAD: BadAuthority[] = [
+  'launcher-absent',
+  'launcher-string',
+  'launcher-relative',
+  'launcher-missing',
+  'launcher-not-executable',
+  'launcher-broken',
+  'state-absent',
+  'state-not-object',
+];
 
 /** One dimension changed; `pick` chooses the new key form or policy (another than the current one). */
 function changed(authority: Authority, change: Change, pick: number): Authority {
@@ -205,7 +238,12 @@ class Exec extends Step {
     });
     seq.steps.push({
       action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${this.shape ? ` (command shape ${this.shape})` : ''}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
-      calls: [{ index, authority: `${describeAuthority(seq.current)}${seq.sub.transport === 'http' ? (entries.launcher ? ' (a launcher in _meta over HTTP)' : ' (over HTTP)') : ''}` }],
+      calls: [
+        {
+          index,
+          authority: `${describeAuthority(seq.current)}${seq.sub.transport === 'http' ? (entries.launcher ? ' (a launcher in _meta over HTTP)' : ' (over HTTP)') : ''}`,
+        },
+      ],
     });
     await call;
   }
@@ -232,7 +270,10 @@ class Refused extends Step {
         entries.launcher = seq.launchers.a;
         break;
       case 'launcher-relative':
-        await Promise.all([sub.plantTrap('relative-launcher', { dir: seq.workspaces[seq.current.workspace] }), sub.plantTrap('relative-launcher', { dir: join(seq.workspaces[seq.current.workspace], 'bin') })]);
+        await Promise.all([
+          sub.plantTrap('relative-launcher', { dir: seq.workspaces[seq.current.workspace] }),
+          sub.plantTrap('relative-launcher', { dir: join(seq.workspaces[seq.current.workspace], 'bin') }),
+        ]);
         entries.launcher = { codexExecutable: 'codex' };
         break;
       case 'launcher-missing':
@@ -260,7 +301,10 @@ class Refused extends Step {
     if (sub.transport === 'http' && this.bad !== 'launcher-string') entries.launcher = undefined;
     const index = ++seq.callsSent;
     const call = sub.execProbe(entries, { ...CALL_OPTIONS, expect: sub.transport === 'http' ? 'refuse' : expect });
-    seq.steps.push({ action: `call with ${this.bad.replace('-', ' ')}`, calls: [{ index, authority: `${this.bad.replace('-', ' ')} (otherwise ${describeAuthority(seq.current)})` }] });
+    seq.steps.push({
+      action: `call with ${this.bad.replace('-', ' ')}`,
+      calls: [{ index, authority: `${this.bad.replace('-', ' ')} (otherwise ${describeAuthority(seq.current)})` }],
+    });
     await call;
   }
   toString(): string {
@@ -302,7 +346,12 @@ class SessionOpen extends Step {
     seq.steps.push({ action: 'open a session', calls: [{ index, authority: describeAuthority(seq.current) }] });
     const state = stateOf(seq, seq.current);
     noteState(seq, state, `step ${step}`);
-    const opened = await seq.sub.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [seq.sub.observers.sessionShellPath]), entriesOf(seq, seq.current, state), { ...CALL_OPTIONS, expect: 'run' });
+    const opened = await seq.sub.callTool(
+      adapter.open.tool,
+      renderArguments(adapter.open.arguments, [seq.sub.observers.sessionShellPath]),
+      entriesOf(seq, seq.current, state),
+      { ...CALL_OPTIONS, expect: 'run' },
+    );
     const id = opened.kind === 'result' && !isRefusal(opened) ? readSessionId(opened.result, adapter.sessionId) : undefined;
     if (id !== undefined) seq.sessions.push({ id, step });
   }
@@ -331,7 +380,12 @@ class SessionSend extends Step {
     const args = renderArguments(adapter.send.arguments, argv, { sessionId: session.id });
     const index = ++seq.callsSent;
     seq.steps.push({ action: `send to the session opened at step ${session.step}`, calls: [{ index, authority: describeAuthority(seq.current) }] });
-    const outcome = await seq.sub.callTool(adapter.send.tool, typeof args === 'string' ? argv.map(shellQuote).join(' ') : args, entriesOf(seq, seq.current, state), { ...CALL_OPTIONS, nonce });
+    const outcome = await seq.sub.callTool(
+      adapter.send.tool,
+      typeof args === 'string' ? argv.map(shellQuote).join(' ') : args,
+      entriesOf(seq, seq.current, state),
+      { ...CALL_OPTIONS, nonce },
+    );
     if (outcome.kind === 'result' && !isRefusal(outcome)) seq.sessionNonces.push(nonce);
   }
   toString(): string {
@@ -390,24 +444,17 @@ function commandArbitrary(ctx: ScenarioContext, replayPath?: string): fc.Arbitra
     .tuple(change, pick, fc.constantFrom(0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8), sometimes, fc.boolean())
     .map(([c, k, shape, s, h]) => new Exec(c, k, shape, s, h));
   const refused = fc.constantFrom(...BAD).map((bad) => new Refused(bad));
-  const burst = fc.array(fc.constantFrom<Change>('policy', 'workspace', 'variant', 'launcher'), { minLength: 1, maxLength: 2 }).map((changes) => new Burst(changes));
-  const sessions = ctx.sessionAdapter ? [fc.constant(new SessionOpen()), fc.nat({ max: 1 }).map((k) => new SessionSend(k)), fc.nat({ max: 1 }).map((k) => new SessionSend(k))] : [];
+  const burst = fc
+    .array(fc.constantFrom<Change>('policy', 'workspace', 'variant', 'launcher'), { minLength: 1, maxLength: 2 })
+    .map((changes) => new Burst(changes));
+  const sessions = ctx.sessionAdapter
+    ? [fc.constant(new SessionOpen()), fc.nat({ max: 1 }).map((k) => new SessionSend(k)), fc.nat({ max: 1 }).map((k) => new SessionSend(k))]
+    : [];
   const capabilities = ctx.handshake.initializeResult.capabilities;
   const others: ('relist' | 'read-resource')[] = isObject(capabilities) && isObject(capabilities.resources) ? ['relist', 'read-resource'] : ['relist'];
   const other = fc.constantFrom(...others).map((what) => new Other(what));
   return fc.commands(
-    [
-      exec,
-      exec,
-      exec,
-      exec,
-      exec,
-      refused,
-      refused,
-      burst,
-      other,
-      ...sessions,
-    ],
+    [exec, exec, exec, exec, exec, refused, refused, burst, other, ...sessions],
     // fc.commands shrinks by what actually ran, so replaying a shrunk sequence needs that record too.
     { maxCommands: MAX_STEPS, ...(replayPath !== undefined ? { replayPath } : {}) },
   );
@@ -540,7 +587,13 @@ interface Exploration {
 }
 
 /** One fast-check run of `runs` sequences from `result.seed`, filling in `result` as it goes. */
-async function exploreWorker(ctx: ScenarioContext, result: WorkerResult, runs: number, shared: Exploration, replay?: { path: string; commands?: string }): Promise<void> {
+async function exploreWorker(
+  ctx: ScenarioContext,
+  result: WorkerResult,
+  runs: number,
+  shared: Exploration,
+  replay?: { path: string; commands?: string },
+): Promise<void> {
   const seed = result.seed;
   let shrinkStarted = 0;
   const property = fc.asyncProperty(commandArbitrary(ctx, replay?.commands), async (commands) => {
@@ -624,9 +677,14 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   if (broken) return { status: 'error', message: `exploration stopped after ${sequences} sequence${sequences === 1 ? '' : 's'}: ${broken.infrastructure}` };
   if (sequences === 0) return couldNotRun('the exploration budget ran out before any sequence ran');
   // Over stdio the valid calls must have run something for the sequences to say anything; over HTTP nothing may run.
-  if (executed === 0 && ctx.transport === 'stdio') return couldNotRun(`${sequences} sequence${sequences === 1 ? '' : 's'} ran, but no call with valid authority executed anything, so nothing was judged`);
+  if (executed === 0 && ctx.transport === 'stdio')
+    return couldNotRun(`${sequences} sequence${sequences === 1 ? '' : 's'} ran, but no call with valid authority executed anything, so nothing was judged`);
   const seeds = results.map((r) => r.seed).join(', ');
-  return pass(replay ? `the replayed sequence (${replay.seed}:${replay.path}) held the contract` : `${sequences} sequence${sequences === 1 ? '' : 's'} of up to ${MAX_STEPS} steps (seed${results.length === 1 ? '' : 's'} ${seeds}) held the contract; ${executed} executions judged`);
+  return pass(
+    replay
+      ? `the replayed sequence (${replay.seed}:${replay.path}) held the contract`
+      : `${sequences} sequence${sequences === 1 ? '' : 's'} of up to ${MAX_STEPS} steps (seed${results.length === 1 ? '' : 's'} ${seeds}) held the contract; ${executed} executions judged`,
+  );
 }
 
 function failure(worker: WorkerResult, outcome: SequenceOutcome): Verdict {
@@ -662,7 +720,7 @@ export const exploreScenario: Scenario = {
   timeoutMs: (options, base) => (options.explore?.timeMs !== undefined ? base + options.explore.timeMs + MAX_SHRINK_MS : Number.MAX_SAFE_INTEGER),
   run: async (ctx) => {
     const options = ctx.options.explore;
-    const verdict = !options || options.runs <= 0 ? notApplicable('exploration is turned off') : await explore(ctx, options);
+    const verdict = !options || options.runs <= 0 ? notApplicable('exploration is turned off', 'explore-off') : await explore(ctx, options);
     return new Map([[sequencesHoldContract.id, verdict]]);
   },
 };

@@ -1,6 +1,16 @@
 import { LAUNCHER_KEY } from '../harness/codex-wire.js';
 import { bothKeys } from './aliases.js';
-import { controlFacts, judgeStateReachedLaunch, launchesFor, launchOf, parseLaunchArgv, probeRunsOf, stateInArgv, structuralDiff, summarizeOutcome } from './judge.js';
+import {
+  controlFacts,
+  judgeStateReachedLaunch,
+  launchesFor,
+  launchOf,
+  parseLaunchArgv,
+  probeRunsOf,
+  stateInArgv,
+  structuralDiff,
+  summarizeOutcome,
+} from './judge.js';
 import { runsGivenExecutable } from './launcher.js';
 import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict } from './model.js';
 import type { Observations } from '../harness/observers.js';
@@ -28,7 +38,7 @@ export const stateUnchanged: CheckDef = {
   summary:
     'The value passed to --sandbox-state-json is the state Codex sent: nothing added, dropped or renamed, and fields the server does not know (at any depth) survive. Source: CONTRACT.md §2 and §3 FWD-2.',
   observes:
-    'The monitor parses the value of --sandbox-state-json of every launch of every call in the run and compares it, deep-equal, with the state that call sent, canaries included (unknown fields at the top level, inside permissionProfile and inside a file_system entry); a value that is not JSON, or differs at any path, is charged here whichever scenario made the call. Only a launch carrying another call\'s exact state goes to the AUTH checks instead, one of another executable to LAUNCH-1, and one that took a decoy value (the conflicting deprecated key, a state in the arguments) to the check that planted it.',
+    "The monitor parses the value of --sandbox-state-json of every launch of every call in the run and compares it, deep-equal, with the state that call sent, canaries included (unknown fields at the top level, inside permissionProfile and inside a file_system entry); a value that is not JSON, or differs at any path, is charged here whichever scenario made the call. Only a launch carrying another call's exact state goes to the AUTH checks instead, one of another executable to LAUNCH-1, and one that took a decoy value (the conflicting deprecated key, a state in the arguments) to the check that planted it.",
   why: 'The state is opaque and gains fields between Codex releases; a server that rebuilds it silently drops policy it does not understand.',
   typicalMistake: 'Parsing the state into a typed struct and serializing that struct.',
   fix: 'Forward the JSON value exactly as received (serialize the parsed value, never a typed copy).',
@@ -43,7 +53,7 @@ export const fidelity: CheckDef = {
   summary:
     'Forward the original JSON value rather than a re-serialized typed copy, so that the order of non-index keys, non-ASCII text, empty objects and arrays, nulls and deep nesting survive. Judged on parsed JSON plus key order, never on bytes (parsers may reorder index-like keys, respell numbers and expand escapes). Source: CONTRACT.md §3 FWD-3.',
   observes:
-    'For every launch in the run whose forwarded state is deep-equal with its call\'s, the monitor compares the order of non-index object keys at every depth with the order sent; the state carries a canary with keys out of alphabetical order, non-ASCII text, empty objects and arrays, nulls and deep nesting. Any reordering is charged here once per launch, in whatever scenario it happened; a value that lost content is FWD-2\'s finding, so this check is only about values that arrived equal.',
+    "For every launch in the run whose forwarded state is deep-equal with its call's, the monitor compares the order of non-index object keys at every depth with the order sent; the state carries a canary with keys out of alphabetical order, non-ASCII text, empty objects and arrays, nulls and deep nesting. Any reordering is charged here once per launch, in whatever scenario it happened; a value that lost content is FWD-2's finding, so this check is only about values that arrived equal.",
   why: 'A typed copy is where fields get lost or reshaped; a value that comes back in a different order is a sign the server rebuilt it.',
   typicalMistake: 'Deserializing into a struct or a sorted map and serializing that.',
   fix: 'Keep the parsed JSON value as is (or the raw text) and serialize that.',
@@ -64,7 +74,8 @@ function judgeArgv(probe: ExecProbe, observations: Observations): Verdict {
 function judgeState(probe: ExecProbe, observations: Observations): Verdict {
   const launch = launchOf(observations, probe.nonce);
   if (!launch) return couldNotRun(`no launch served the control call (see ${runsGivenExecutable.id})`, runsGivenExecutable.id);
-  if (parseLaunchArgv(launch.argv).stateArguments.length !== 1) return couldNotRun(`the launch does not carry exactly one state value (see ${argvShape.id})`, argvShape.id);
+  if (parseLaunchArgv(launch.argv).stateArguments.length !== 1)
+    return couldNotRun(`the launch does not carry exactly one state value (see ${argvShape.id})`, argvShape.id);
   return pass();
 }
 
@@ -84,7 +95,7 @@ function judgeLauncherUsed(probe: ExecProbe, observations: Observations): Verdic
   if (launch?.launcher === 'a') return pass();
   const runs = probeRunsOf(observations, probe.nonce);
   return fail(`with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given`, {
-    expected: { response: 'the command\'s output', launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch' },
+    expected: { response: "the command's output", launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch' },
     actual: {
       ...(summarizeOutcome(probe.outcome) as object),
       launches: launchesFor(observations, probe.nonce).map((l) => l.argv),

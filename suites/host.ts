@@ -2,7 +2,17 @@ import { realpathSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { LAUNCHER_KEY, SANDBOX_META_KEYS, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../harness/codex-wire.js';
-import { APP_INPUTS, POLICY_CHANGES, observeAppServer, observeExec, resourceMarker, toolMarker, type AppObservation, type AppStep, type ExecObservation } from '../harness/host-mode/drive.js';
+import {
+  APP_INPUTS,
+  POLICY_CHANGES,
+  observeAppServer,
+  observeExec,
+  resourceMarker,
+  toolMarker,
+  type AppObservation,
+  type AppStep,
+  type ExecObservation,
+} from '../harness/host-mode/drive.js';
 import type { HostProgram } from '../harness/host-mode/host-program.js';
 import { PROBE_ARGS } from '../harness/host-mode/probe.js';
 import { withMethod, type RecordedMessage } from '../harness/host-mode/recording.js';
@@ -30,11 +40,12 @@ export interface HostObservations {
 
 type JudgeContext = HostObservations;
 
-type Scenario = 'exec' | 'app-server' | 'exec + app-server';
+/** The host runs a check judges (a local name: the model's Scenario drives a server, this a host). */
+type HostScenario = 'exec' | 'app-server' | 'exec + app-server';
 
 interface HostCheck extends CheckDef {
   transports: Transport[];
-  scenario: Scenario;
+  scenario: HostScenario;
   judge(ctx: JudgeContext): Verdict | Promise<Verdict>;
 }
 
@@ -69,12 +80,14 @@ const label = (record: RecordedMessage, ctx: HostObservations): string => {
   const meta = metaOf(record);
   const note = argumentsNote(record);
   const where = ctx.exec.records.includes(record) ? 'exec' : 'app-server';
-  return typeof note === 'string' && note.startsWith('conformance:') ? `${where} direct call ${note.slice('conformance:'.length)}` : `${where} model call ${String(meta?.callId ?? `#${String(record.message.id)}`)}`;
+  return typeof note === 'string' && note.startsWith('conformance:')
+    ? `${where} direct call ${note.slice('conformance:'.length)}`
+    : `${where} model call ${String(meta?.callId ?? `#${String(record.message.id)}`)}`;
 };
 
 function whyMissing(what: string, ...problems: string[][]): Verdict {
   const all = problems.flat();
-  return couldNotRun(`${what}${all.length ? `: ${all.join('; ')}` : ' (the host never made it; see --verbose)'}`);
+  return couldNotRun(`${what}${all.length ? `: ${all.join('; ')}` : ' (the host never made it; its transcript has what was seen)'}`);
 }
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -112,7 +125,8 @@ function realpath(path: string): string {
 function launcherShapeProblem(launcher: unknown): string | undefined {
   if (launcher === undefined) return `no ${LAUNCHER_KEY}`;
   if (!isObject(launcher) || json(Object.keys(launcher)) !== json(['codexExecutable'])) return `${json(launcher)} is not {"codexExecutable": ...}`;
-  if (typeof launcher.codexExecutable !== 'string' || !isAbsolute(launcher.codexExecutable)) return `codexExecutable ${json(launcher.codexExecutable)} is not an absolute path`;
+  if (typeof launcher.codexExecutable !== 'string' || !isAbsolute(launcher.codexExecutable))
+    return `codexExecutable ${json(launcher.codexExecutable)} is not an absolute path`;
   return undefined;
 }
 
@@ -194,7 +208,12 @@ export const hostChecks: HostCheck[] = [
         const problem = launcherShapeProblem((metaOf(record) ?? {})[LAUNCHER_KEY]);
         if (problem) problems.push(`${label(record, ctx)}: ${problem}`);
       }
-      return problems.length ? fail(problems.join('; '), { expected: { [LAUNCHER_KEY]: { codexExecutable: '<absolute path>' } }, actual: model.map((r) => ({ call: label(r, ctx), [LAUNCHER_KEY]: (metaOf(r) ?? {})[LAUNCHER_KEY] ?? '(absent)' })) }) : pass(`${model.length} calls checked`);
+      return problems.length
+        ? fail(problems.join('; '), {
+            expected: { [LAUNCHER_KEY]: { codexExecutable: '<absolute path>' } },
+            actual: model.map((r) => ({ call: label(r, ctx), [LAUNCHER_KEY]: (metaOf(r) ?? {})[LAUNCHER_KEY] ?? '(absent)' })),
+          })
+        : pass(`${model.length} calls checked`);
     },
   },
   {
@@ -205,7 +224,7 @@ export const hostChecks: HostCheck[] = [
     summary:
       'Every codexExecutable the host sends exists, is an executable regular file, and `<exe> sandbox --sandbox-state-json {} --help` exits 0 (the probe Codex runs before offering its path).',
     observes:
-      'Every distinct codexExecutable that arrived on any recorded tools/call (except the caller\'s stale one passed through on the stale-entries direct call, which host/stale-entries-replaced judges) is probed while the host\'s run is still in place: it must be an executable regular file, and `<path> sandbox --sandbox-state-json {} --help` must exit 0.',
+      "Every distinct codexExecutable that arrived on any recorded tools/call (except the caller's stale one passed through on the stale-entries direct call, which host/stale-entries-replaced judges) is probed while the host's run is still in place: it must be an executable regular file, and `<path> sandbox --sandbox-state-json {} --help` must exit 0.",
     why: 'Servers execute exactly this path with the command to sandbox; a path that is not a working Codex sandbox either fails every call or runs something else.',
     typicalMistake: 'Sending argv[0] or a PATH lookup result, or a wrapper script that cannot run `sandbox`.',
     fix: 'Send the real path of the running Codex executable, and only after the probe succeeded; otherwise send no launcher.',
@@ -218,7 +237,8 @@ export const hostChecks: HostCheck[] = [
       for (const record of all) {
         const launcher = (metaOf(record) ?? {})[LAUNCHER_KEY];
         if (isObject(launcher) && typeof launcher.codexExecutable === 'string') {
-          if (record === directCall(ctx, 'tool-call/stale-sandbox-entries') && launcher.codexExecutable === APP_INPUTS.staleMeta[LAUNCHER_KEY].codexExecutable) continue; // judged by host/stale-entries-replaced
+          if (record === directCall(ctx, 'tool-call/stale-sandbox-entries') && launcher.codexExecutable === APP_INPUTS.staleMeta[LAUNCHER_KEY].codexExecutable)
+            continue; // judged by host/stale-entries-replaced
           paths.set(launcher.codexExecutable, [...(paths.get(launcher.codexExecutable) ?? []), label(record, ctx)]);
         }
       }
@@ -243,7 +263,7 @@ export const hostChecks: HostCheck[] = [
     observes:
       'Over HTTP, no tools/call the recording server got may carry codex/sandbox-launcher: the model calls of both runs and the app-server direct calls, including the one whose caller _meta held a stale launcher.',
     why: 'Anyone who can reach an HTTP endpoint could name any binary; a launcher over HTTP invites a server to execute an unverified path.',
-    typicalMistake: 'Building _meta the same way for every transport, or passing a caller\'s stale launcher through.',
+    typicalMistake: "Building _meta the same way for every transport, or passing a caller's stale launcher through.",
     fix: 'Add the launcher only for local stdio servers, and remove any launcher entry from _meta when none is available for this call.',
     needs: [],
     transports: ['http'],
@@ -264,12 +284,13 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-1',
     level: 'MUST',
     title: 'a server that did not opt in gets no sandbox keys',
-    summary: 'A server whose initialize result advertises neither state key under capabilities.experimental receives none of the three sandbox keys on tools/call (CONTRACT.md §2).',
+    summary:
+      'A server whose initialize result advertises neither state key under capabilities.experimental receives none of the three sandbox keys on tools/call (CONTRACT.md §2).',
     observes:
-      'The tools/calls that reached the exec run\'s second recording server, whose initialize result advertises no sandbox capability, must carry none of codex/sandbox-state, codex/sandbox-state-meta and codex/sandbox-launcher.',
+      "The tools/calls that reached the exec run's second recording server, whose initialize result advertises no sandbox capability, must carry none of codex/sandbox-state, codex/sandbox-state-meta and codex/sandbox-launcher.",
     why: 'Opting in is how a server says it understands the contract; the state and launcher are not for servers that never asked.',
-    typicalMistake: 'Adding the sandbox keys to every server\'s calls.',
-    fix: 'Remember each server\'s opt-in from its initialize result and add the keys only for servers that opted in.',
+    typicalMistake: "Adding the sandbox keys to every server's calls.",
+    fix: "Remember each server's opt-in from its initialize result and add the keys only for servers that opted in.",
     needs: [],
     transports: BOTH,
     scenario: 'exec',
@@ -318,8 +339,8 @@ export const hostChecks: HostCheck[] = [
     summary:
       'In one session, every model-initiated call carries the full sandbox entries for the policy in force (both state keys, and over stdio the launcher): the second of two calls in a row carries the same entries as the first, with the workspace as sandboxCwd and the configured (workspace-write) policy.',
     observes:
-      'The exec run\'s first two model calls: each must carry both state keys (over stdio the launcher too) and a state whose sandboxCwd is the workspace\'s file:// URI and whose permissionProfile describes workspace-write, and the sandbox entries of the two calls must serialize identically.',
-    why: 'Authority belongs to the call (AUTH-2): a server must not need to remember an earlier call\'s state, and a host that sends entries only once leaves later calls unsandboxed or failing.',
+      "The exec run's first two model calls: each must carry both state keys (over stdio the launcher too) and a state whose sandboxCwd is the workspace's file:// URI and whose permissionProfile describes workspace-write, and the sandbox entries of the two calls must serialize identically.",
+    why: "Authority belongs to the call (AUTH-2): a server must not need to remember an earlier call's state, and a host that sends entries only once leaves later calls unsandboxed or failing.",
     typicalMistake: 'Sending the entries on the first call of a connection only, or caching a state built for another workspace.',
     fix: 'Build the sandbox entries for every call from the policy of the turn that makes it.',
     needs: [],
@@ -336,13 +357,15 @@ export const hostChecks: HostCheck[] = [
         if (missing.length) problems.push(`${label(record, ctx)}: missing ${missing.join(', ')}`);
         const state = meta[STATE_KEY];
         const cwd = isObject(state) ? state.sandboxCwd : undefined;
-        if (state !== undefined && !workspaceUris(ctx.exec.workspace).has(String(cwd))) problems.push(`${label(record, ctx)}: sandboxCwd ${json(cwd)} is not the workspace ${pathToFileURL(ctx.exec.workspace).href}`);
+        if (state !== undefined && !workspaceUris(ctx.exec.workspace).has(String(cwd)))
+          problems.push(`${label(record, ctx)}: sandboxCwd ${json(cwd)} is not the workspace ${pathToFileURL(ctx.exec.workspace).href}`);
         const kind = profileKind(state, ctx.exec.workspace);
-        if (state !== undefined && kind !== 'workspace-write') problems.push(`${label(record, ctx)}: the state describes ${kind}, the session is workspace-write`);
+        if (state !== undefined && kind !== 'workspace-write')
+          problems.push(`${label(record, ctx)}: the state describes ${kind}, the session is workspace-write`);
         return Object.fromEntries(SANDBOX_META_KEYS.filter((k) => hasOwn(meta, k)).map((k) => [k, meta[k]]));
       });
       const [first, second] = entries as [Record<string, unknown>, Record<string, unknown>];
-      if (json(first) !== json(second)) problems.push('the second call\'s sandbox entries differ from the first\'s, with nothing changed in between');
+      if (json(first) !== json(second)) problems.push("the second call's sandbox entries differ from the first's, with nothing changed in between");
       if (problems.length === 0) return pass();
       return fail(problems.join('; '), { expected: first, actual: second, diff: structuralDiff(first, second) });
     },
@@ -354,10 +377,10 @@ export const hostChecks: HostCheck[] = [
     title: 'after the sandbox policy changes between turns, calls carry the new state',
     summary:
       'When a turn changes the sandbox policy (app-server turn/start with a sandboxPolicy override), every model-initiated call of that turn carries a state for the policy of its own turn, never the previous one. Codex 0.171.0 often breaks this (CONTRACT.md §4 HOST-2).',
-    observes:
-      `One app-server thread runs a turn under the configured workspace-write, then ${POLICY_CHANGES} more (--policy-changes), each changing the policy (turn/start sandboxPolicy readOnly, workspaceWrite, readOnly, ...). The tools/call of each turn, matched by the callId its model issued, must carry a codex/sandbox-state whose permissionProfile describes that turn's policy. Each stale turn is reported with its policy, the policy the state sent describes, and x-codex-turn-metadata.sandbox_mode of the same call. The defect this finds in Codex 0.171.0 is intermittent (a race on each change), hence the many changes.`,
+    observes: `One app-server thread runs a turn under the configured workspace-write, then ${POLICY_CHANGES} more by default, each changing the policy (turn/start sandboxPolicy readOnly, workspaceWrite, readOnly, ...). The tools/call of each turn, matched by the callId its model issued, must carry a codex/sandbox-state whose permissionProfile describes that turn's policy. Each stale turn is reported with its policy, the policy the state sent describes, and x-codex-turn-metadata.sandbox_mode of the same call. The defect this finds in Codex 0.171.0 is intermittent (a race on each change), hence the many changes.`,
     why: 'A server enforces the state it receives: a stale workspace-write state in a read-only turn lets a command write where the user just forbade it.',
-    typicalMistake: 'Computing the MCP sandbox state once per session (or updating it asynchronously, racing the turn) instead of from the current turn\'s policy; x-codex-turn-metadata, built from the turn itself, then names the new mode while the state is the old one.',
+    typicalMistake:
+      "Computing the MCP sandbox state once per session (or updating it asynchronously, racing the turn) instead of from the current turn's policy; x-codex-turn-metadata, built from the turn itself, then names the new mode while the state is the old one.",
     fix: 'Derive the state for each call from the turn context the call belongs to.',
     needs: [],
     transports: BOTH,
@@ -373,7 +396,12 @@ export const hostChecks: HostCheck[] = [
       const rows = turns.map(({ turn, record }) => {
         const meta = metaOf(record) ?? {};
         const turnMeta = isObject(meta['x-codex-turn-metadata']) ? meta['x-codex-turn-metadata'] : {};
-        return { turn: turn.name, policy: turn.mode, stateDescribes: profileKind(meta[STATE_KEY], ctx.app.workspace), turnMetadataSandboxMode: turnMeta.sandbox_mode ?? '(none)' };
+        return {
+          turn: turn.name,
+          policy: turn.mode,
+          stateDescribes: profileKind(meta[STATE_KEY], ctx.app.workspace),
+          turnMetadataSandboxMode: turnMeta.sandbox_mode ?? '(none)',
+        };
       });
       const wrong = rows.filter((r) => r.stateDescribes !== r.policy);
       const changes = rows.length - 1;
@@ -384,7 +412,10 @@ export const hostChecks: HostCheck[] = [
         {
           expected: wrong.map((r) => ({ turn: r.turn, stateDescribes: r.policy })),
           actual: wrong,
-          diff: wrong.map((r) => `~ ${r.turn}: the turn's policy is ${r.policy}, the state sent describes ${r.stateDescribes}, x-codex-turn-metadata.sandbox_mode is ${json(r.turnMetadataSandboxMode)}`),
+          diff: wrong.map(
+            (r) =>
+              `~ ${r.turn}: the turn's policy is ${r.policy}, the state sent describes ${r.stateDescribes}, x-codex-turn-metadata.sandbox_mode is ${json(r.turnMetadataSandboxMode)}`,
+          ),
         },
       );
     },
@@ -397,7 +428,7 @@ export const hostChecks: HostCheck[] = [
     summary:
       'When caller _meta already holds sandbox entries (app-server mcpServer/tool/call with an old state, state copy and launcher), the server receives what the host would send now: the same entries as a call without them, never the stale values; over HTTP no launcher at all.',
     observes:
-      'Two direct mcpServer/tool/call requests, one whose caller _meta holds stale values of all three sandbox keys and one without any: at the recording server no sandbox key of the first may still hold the caller\'s value, and the sandbox entries of the two must serialize identically.',
+      "Two direct mcpServer/tool/call requests, one whose caller _meta holds stale values of all three sandbox keys and one without any: at the recording server no sandbox key of the first may still hold the caller's value, and the sandbox entries of the two must serialize identically.",
     why: 'A stale state or launcher from another turn, thread or machine would make the server enforce the wrong policy or execute an unverified binary.',
     typicalMistake: 'Merging host entries into caller _meta only when absent, or removing nothing when no launcher is available now.',
     fix: 'On every call, overwrite the state keys with the current state and set or delete the launcher entry according to what is available now.',
@@ -408,7 +439,11 @@ export const hostChecks: HostCheck[] = [
       const stale = directCall(ctx, 'tool-call/stale-sandbox-entries');
       const fresh = directCall(ctx, 'tool-call/verbatim');
       if (!stale || !fresh) {
-        return whyMissing('the direct calls did not reach the recording server', [step(ctx, 'tool-call/stale-sandbox-entries'), step(ctx, 'tool-call/verbatim')].map((s) => (s ? `${s.name}: ${json(s.outcome)}` : 'not made')), ctx.app.problems);
+        return whyMissing(
+          'the direct calls did not reach the recording server',
+          [step(ctx, 'tool-call/stale-sandbox-entries'), step(ctx, 'tool-call/verbatim')].map((s) => (s ? `${s.name}: ${json(s.outcome)}` : 'not made')),
+          ctx.app.problems,
+        );
       }
       const got = metaOf(stale) ?? {};
       const now = metaOf(fresh) ?? {};
@@ -419,7 +454,12 @@ export const hostChecks: HostCheck[] = [
         if (hasOwn(got, key) && json(got[key]) === json(sent)) problems.push(`${key} still holds the caller's stale value`);
       }
       if (json(pick(got)) !== json(pick(now))) problems.push('the entries differ from those of a call without stale entries');
-      if (problems.length === 0) return pass(Object.keys(pick(now)).length ? 'replaced by the current entries' : 'removed, as on a call without them (host/direct-call-sandbox-entries judges that)');
+      if (problems.length === 0)
+        return pass(
+          Object.keys(pick(now)).length
+            ? 'replaced by the current entries'
+            : 'removed, as on a call without them (host/direct-call-sandbox-entries judges that)',
+        );
       return fail(problems.join('; '), { expected: pick(now), actual: pick(got), diff: structuralDiff(pick(now), pick(got)) });
     },
   },
@@ -428,18 +468,23 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-2',
     level: 'MUST',
     title: 'unrelated _meta entries survive the replacement of sandbox entries',
-    summary: 'While replacing stale sandbox entries, the host keeps the caller\'s unrelated _meta entries, with their values unchanged.',
+    summary: "While replacing stale sandbox entries, the host keeps the caller's unrelated _meta entries, with their values unchanged.",
     observes:
-      'On the direct call whose caller _meta held stale sandbox entries, the caller\'s x-conformance-unrelated entry must reach the recording server with the same JSON value.',
+      "On the direct call whose caller _meta held stale sandbox entries, the caller's x-conformance-unrelated entry must reach the recording server with the same JSON value.",
     why: 'Callers put their own correlation and tracing data in _meta; dropping it along with the stale sandbox keys breaks them for no reason.',
-    typicalMistake: 'Rebuilding _meta from scratch with the host\'s own entries.',
-    fix: 'Edit the caller\'s _meta in place: replace or delete the sandbox keys, leave the rest.',
+    typicalMistake: "Rebuilding _meta from scratch with the host's own entries.",
+    fix: "Edit the caller's _meta in place: replace or delete the sandbox keys, leave the rest.",
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
     judge(ctx) {
       const stale = directCall(ctx, 'tool-call/stale-sandbox-entries');
-      if (!stale) return whyMissing('the direct call with stale entries did not reach the recording server', [json(step(ctx, 'tool-call/stale-sandbox-entries')?.outcome)], ctx.app.problems);
+      if (!stale)
+        return whyMissing(
+          'the direct call with stale entries did not reach the recording server',
+          [json(step(ctx, 'tool-call/stale-sandbox-entries')?.outcome)],
+          ctx.app.problems,
+        );
       const got = metaOf(stale) ?? {};
       const key = 'x-conformance-unrelated';
       if (json(got[key]) === json(APP_INPUTS.staleMeta[key])) return pass();
@@ -455,7 +500,7 @@ export const hostChecks: HostCheck[] = [
       'App-server mcpServer/tool/call forwards every caller _meta entry except threadId unchanged (values and key order); the host may only add its own progressToken and sandbox entries.',
     observes:
       'A direct mcpServer/tool/call with caller _meta holding nested values, non-ASCII text, an empty object, keys out of alphabetical order and a threadId: at the recording server every caller entry but threadId must be deep-equal and in the same key order, and the host may add only threadId, progressToken and the sandbox keys.',
-    why: 'The app-server client owns its metadata; a host that rewrites it breaks the client\'s contract with the server.',
+    why: "The app-server client owns its metadata; a host that rewrites it breaks the client's contract with the server.",
     typicalMistake: 'Re-serializing _meta through a typed struct, which drops unknown keys or reorders them.',
     fix: 'Treat caller _meta as an opaque JSON object: overwrite threadId, add host entries, copy the rest as is.',
     needs: [],
@@ -467,7 +512,11 @@ export const hostChecks: HostCheck[] = [
       const got = metaOf(record) ?? {};
       const sent = APP_INPUTS.verbatimMeta as Record<string, unknown>;
       const expected = Object.fromEntries(Object.entries(sent).filter(([k]) => k !== 'threadId'));
-      const arrived = Object.fromEntries(Object.keys(expected).filter((k) => hasOwn(got, k)).map((k) => [k, got[k]]));
+      const arrived = Object.fromEntries(
+        Object.keys(expected)
+          .filter((k) => hasOwn(got, k))
+          .map((k) => [k, got[k]]),
+      );
       const allowedExtra = new Set<string>(['threadId', 'progressToken', ...SANDBOX_META_KEYS]);
       const extra = Object.keys(got).filter((k) => !hasOwn(sent, k) && !allowedExtra.has(k));
       const problems = [...structuralDiff(expected, arrived), ...keyOrderDifferences(expected, arrived)];
@@ -480,10 +529,9 @@ export const hostChecks: HostCheck[] = [
     id: 'host/direct-call-thread-id',
     rule: 'HOST-4',
     level: 'MUST',
-    title: 'mcpServer/tool/call overwrites a caller threadId with the thread\'s id',
+    title: "mcpServer/tool/call overwrites a caller threadId with the thread's id",
     summary: 'A threadId in caller _meta is replaced by the id of the thread the call runs in.',
-    observes:
-      'The same direct call carries threadId "caller-supplied-thread-id"; at the recording server threadId must equal the id thread/start returned.',
+    observes: 'The same direct call carries threadId "caller-supplied-thread-id"; at the recording server threadId must equal the id thread/start returned.',
     why: 'threadId is host-owned routing data; a caller must not be able to attribute a call to another thread.',
     typicalMistake: 'Adding threadId only when the caller did not set one.',
     fix: 'Always set threadId from the thread the request names.',
@@ -495,7 +543,10 @@ export const hostChecks: HostCheck[] = [
       if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, 'tool-call/verbatim')?.outcome)], ctx.app.problems);
       const got = (metaOf(record) ?? {}).threadId;
       if (got === ctx.app.threadId) return pass();
-      return fail(got === APP_INPUTS.verbatimMeta.threadId ? 'the caller\'s threadId was passed through' : 'threadId is not the thread\'s id', { expected: { threadId: ctx.app.threadId }, actual: { threadId: got ?? '(absent)' } });
+      return fail(got === APP_INPUTS.verbatimMeta.threadId ? "the caller's threadId was passed through" : "threadId is not the thread's id", {
+        expected: { threadId: ctx.app.threadId },
+        actual: { threadId: got ?? '(absent)' },
+      });
     },
   },
   {
@@ -504,12 +555,12 @@ export const hostChecks: HostCheck[] = [
     level: 'MUST',
     title: 'mcpServer/tool/call to an opted-in server carries the current sandbox entries',
     summary:
-      'A direct app-server mcpServer/tool/call to a server that opted in carries both state keys for the thread\'s current policy and workspace, and over stdio the launcher, as model calls do (Codex 0.169.0 sent none on direct calls). That the two keys are identical and that no launcher goes over HTTP is judged for every call by host/state-keys-identical and host/no-launcher-over-http.',
+      "A direct app-server mcpServer/tool/call to a server that opted in carries both state keys for the thread's current policy and workspace, and over stdio the launcher, as model calls do (Codex 0.169.0 sent none on direct calls). That the two keys are identical and that no launcher goes over HTTP is judged for every call by host/state-keys-identical and host/no-launcher-over-http.",
     observes:
       'The direct call whose caller _meta held no sandbox entries (before any turn, so under the configured workspace-write): at the recording server it must carry codex/sandbox-state and codex/sandbox-state-meta, with a state whose sandboxCwd is the thread\'s workspace and whose permissionProfile describes workspace-write, and over stdio codex/sandbox-launcher {"codexExecutable": <absolute path>}.',
     why: 'A server that fails closed without a launcher (LAUNCH-2) refuses a direct call that carries no sandbox entries, and one with stale entries would run under the wrong policy.',
-    typicalMistake: 'Adding the sandbox entries only on the model\'s tool-call path, not on the app-server\'s direct call.',
-    fix: 'Build a direct call\'s _meta with the same function as a model call\'s, from the thread\'s current turn context.',
+    typicalMistake: "Adding the sandbox entries only on the model's tool-call path, not on the app-server's direct call.",
+    fix: "Build a direct call's _meta with the same function as a model call's, from the thread's current turn context.",
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
@@ -523,7 +574,8 @@ export const hostChecks: HostCheck[] = [
       const state = meta[STATE_KEY];
       if (state !== undefined) {
         const cwd = isObject(state) ? state.sandboxCwd : undefined;
-        if (!workspaceUris(ctx.app.workspace).has(String(cwd))) problems.push(`sandboxCwd ${json(cwd)} is not the workspace ${pathToFileURL(ctx.app.workspace).href}`);
+        if (!workspaceUris(ctx.app.workspace).has(String(cwd)))
+          problems.push(`sandboxCwd ${json(cwd)} is not the workspace ${pathToFileURL(ctx.app.workspace).href}`);
         const kind = profileKind(state, ctx.app.workspace);
         if (kind !== 'workspace-write') problems.push(`the state describes ${kind}, the thread is workspace-write`);
       }
@@ -550,16 +602,17 @@ export const hostChecks: HostCheck[] = [
       'A direct mcpServer/tool/call to a server that did not opt in reaches it with none of the three sandbox keys, even when the caller put them in _meta (Codex 0.169.0 passed them through).',
     observes:
       'A direct call to a second recording server, which advertises no sandbox capability, with caller _meta holding stale values of codex/sandbox-state, codex/sandbox-state-meta and codex/sandbox-launcher beside an unrelated entry: at that server none of the three keys may be present.',
-    why: 'A server that never opted in cannot tell the host\'s entries from a caller\'s; a caller-made state or launcher reaching it is authority the host never checked.',
+    why: "A server that never opted in cannot tell the host's entries from a caller's; a caller-made state or launcher reaching it is authority the host never checked.",
     typicalMistake: 'Replacing caller sandbox entries only when the host has entries of its own to send.',
-    fix: 'Remove the three sandbox keys from caller _meta first, then add the host\'s entries if the server opted in.',
+    fix: "Remove the three sandbox keys from caller _meta first, then add the host's entries if the server opted in.",
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
     judge(ctx) {
       const name = 'tool-call/no-opt-in-stale-entries';
       const record = withMethod(ctx.app.plainRecords, 'tools/call').find((r) => argumentsNote(r) === toolMarker(name));
-      if (!record) return whyMissing('the direct call did not reach the recording server that did not opt in', [json(step(ctx, name)?.outcome)], ctx.app.problems);
+      if (!record)
+        return whyMissing('the direct call did not reach the recording server that did not opt in', [json(step(ctx, name)?.outcome)], ctx.app.problems);
       const meta = metaOf(record) ?? {};
       const kept = SANDBOX_META_KEYS.filter((k) => hasOwn(meta, k));
       if (kept.length === 0) return pass();
@@ -574,12 +627,11 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-4',
     level: 'MUST',
     title: 'mcpServer/tool/call overwrites a caller progressToken in place',
-    summary: 'A progressToken in caller _meta is replaced by the host\'s own token, at the caller\'s position among the caller\'s entries.',
-    observes:
-      `A direct call with caller _meta {"x-conformance-before": 1, "progressToken": "caller-progress-token", "x-conformance-after": 2}: at the recording server progressToken must be present, must not be the caller's value, and must sit after every caller entry sent before it and before every caller entry sent after it that arrived.`,
-    why: 'Progress notifications are routed by the host\'s token; a caller token that survives lets a caller receive or spoof another request\'s progress, and a moved key breaks the verbatim forwarding of caller _meta.',
-    typicalMistake: 'Keeping the caller\'s token, or deleting it and appending the host\'s at the end.',
-    fix: 'Assign the host\'s token to the progressToken key of the caller\'s map (which keeps its position), or append it when there is none.',
+    summary: "A progressToken in caller _meta is replaced by the host's own token, at the caller's position among the caller's entries.",
+    observes: `A direct call with caller _meta {"x-conformance-before": 1, "progressToken": "caller-progress-token", "x-conformance-after": 2}: at the recording server progressToken must be present, must not be the caller's value, and must sit after every caller entry sent before it and before every caller entry sent after it that arrived.`,
+    why: "Progress notifications are routed by the host's token; a caller token that survives lets a caller receive or spoof another request's progress, and a moved key breaks the verbatim forwarding of caller _meta.",
+    typicalMistake: "Keeping the caller's token, or deleting it and appending the host's at the end.",
+    fix: "Assign the host's token to the progressToken key of the caller's map (which keeps its position), or append it when there is none.",
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
@@ -591,13 +643,14 @@ export const hostChecks: HostCheck[] = [
       const sent = APP_INPUTS.progressTokenMeta as Record<string, unknown>;
       const problems: string[] = [];
       if (!hasOwn(got, 'progressToken')) problems.push('progressToken is missing');
-      else if (json(got.progressToken) === json(sent.progressToken)) problems.push('the caller\'s progressToken was passed through');
+      else if (json(got.progressToken) === json(sent.progressToken)) problems.push("the caller's progressToken was passed through");
       const sentKeys = Object.keys(sent);
       const arrivedOrder = Object.keys(got).filter((k) => sentKeys.includes(k));
       const expectedOrder = sentKeys.filter((k) => hasOwn(got, k));
-      if (hasOwn(got, 'progressToken') && json(arrivedOrder) !== json(expectedOrder)) problems.push(`progressToken moved: the caller's entries arrived in the order ${arrivedOrder.join(', ')}`);
+      if (hasOwn(got, 'progressToken') && json(arrivedOrder) !== json(expectedOrder))
+        problems.push(`progressToken moved: the caller's entries arrived in the order ${arrivedOrder.join(', ')}`);
       if (problems.length === 0) return pass(`progressToken ${json(got.progressToken)} in place`);
-      return fail(problems.join('; '), { expected: { ...sent, progressToken: '<the host\'s token>' }, actual: got });
+      return fail(problems.join('; '), { expected: { ...sent, progressToken: "<the host's token>" }, actual: got });
     },
   },
   {
@@ -605,10 +658,11 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-4',
     level: 'MUST',
     title: 'mcpServer/tool/call rejects non-object _meta with -32603',
-    summary: 'A caller _meta that is not a JSON object (an array, a string) gets JSON-RPC error -32603 "... MCP tool request _meta must be a JSON object, got ..." and nothing reaches the server.',
+    summary:
+      'A caller _meta that is not a JSON object (an array, a string) gets JSON-RPC error -32603 "... MCP tool request _meta must be a JSON object, got ..." and nothing reaches the server.',
     observes:
       'Direct calls whose _meta is an array and a string: the app-server must answer each with JSON-RPC error -32603 whose message contains "MCP tool request _meta must be a JSON object, got ", and the recording server must get no call bearing that attempt\'s marker.',
-    why: 'MCP _meta is an object; forwarding anything else breaks servers, and silently dropping it hides the caller\'s bug.',
+    why: "MCP _meta is an object; forwarding anything else breaks servers, and silently dropping it hides the caller's bug.",
     typicalMistake: 'Coercing a non-object to {} or forwarding it as is.',
     fix: 'Validate caller _meta before calling the server and answer with the documented error.',
     needs: [],
@@ -628,7 +682,11 @@ export const hostChecks: HostCheck[] = [
       if (problems.length === 0) return pass();
       return fail(problems.join('; '), {
         expected: { code: -32603, message: '... MCP tool request _meta must be a JSON object, got <value>' },
-        actual: steps.map((s) => ({ _meta: s.params._meta, answer: s.outcome.kind === 'error' ? s.outcome.error : s.outcome, reachedServer: Boolean(directCall(ctx, s.name)) })),
+        actual: steps.map((s) => ({
+          _meta: s.params._meta,
+          answer: s.outcome.kind === 'error' ? s.outcome.error : s.outcome,
+          reachedServer: Boolean(directCall(ctx, s.name)),
+        })),
       });
     },
   },
@@ -641,7 +699,7 @@ export const hostChecks: HostCheck[] = [
       'Caller _meta holding threadId, x-codex-turn-metadata or codex/connectionLease gets JSON-RPC error -32600 "reserved resource read metadata key: <key>" and the read does not reach the server. (The codex_apps-only keys need the host-owned codex_apps server and are not checked.)',
     observes:
       'Three mcpServer/resource/read requests, each with one reserved key (threadId, x-codex-turn-metadata, codex/connectionLease) beside an unrelated entry: each must be answered with error -32600 and exactly the message "reserved resource read metadata key: <key>", and the recording server must not get that read (matched by its URI).',
-    why: 'These keys carry the host\'s routing and account authority; a caller that could set them could read as another thread or connection.',
+    why: "These keys carry the host's routing and account authority; a caller that could set them could read as another thread or connection.",
     typicalMistake: 'Forwarding caller _meta on resource reads without the reserved-key check that tool calls have.',
     fix: 'Reject each reserved key by name before forwarding.',
     needs: [],
@@ -655,7 +713,13 @@ export const hostChecks: HostCheck[] = [
         const o = s.outcome;
         const expectedMessage = `reserved resource read metadata key: ${key}`;
         const ok = o.kind === 'error' && o.error.code === -32600 && o.error.message === expectedMessage;
-        return { key, ok, reached: Boolean(resourceRead(ctx, s.name)), expected: { code: -32600, message: expectedMessage }, actual: o.kind === 'error' ? o.error : o.kind === 'result' ? 'accepted' : o };
+        return {
+          key,
+          ok,
+          reached: Boolean(resourceRead(ctx, s.name)),
+          expected: { code: -32600, message: expectedMessage },
+          actual: o.kind === 'error' ? o.error : o.kind === 'result' ? 'accepted' : o,
+        };
       });
       const bad = rows.filter((r) => !r.ok || r.reached);
       if (bad.length === 0) return pass(rows.map((r) => r.key).join(', '));
@@ -670,7 +734,8 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-3',
     level: 'MUST',
     title: 'mcpServer/resource/read rejects non-object _meta with -32600',
-    summary: 'A caller _meta that is an array, string, number or boolean gets -32600 "Invalid request: invalid type: <kind>, expected a map"; nothing reaches the server.',
+    summary:
+      'A caller _meta that is an array, string, number or boolean gets -32600 "Invalid request: invalid type: <kind>, expected a map"; nothing reaches the server.',
     observes:
       'Reads whose _meta is [1, 2], a string, 7 and true: each must be answered with -32600 and a message starting "Invalid request: invalid type: " and ending ", expected a map", and none may reach the recording server.',
     why: 'A non-object _meta is a caller error that must surface, not be forwarded or silently dropped.',
@@ -685,8 +750,14 @@ export const hostChecks: HostCheck[] = [
       const rows = steps.map((s) => {
         const o = s.outcome;
         const message = o.kind === 'error' ? String(o.error.message) : '';
-        const ok = o.kind === 'error' && o.error.code === -32600 && message.startsWith('Invalid request: invalid type: ') && message.endsWith(', expected a map');
-        return { _meta: s.params._meta, ok, reached: Boolean(resourceRead(ctx, s.name)), answer: o.kind === 'error' ? o.error : o.kind === 'result' ? 'accepted' : o };
+        const ok =
+          o.kind === 'error' && o.error.code === -32600 && message.startsWith('Invalid request: invalid type: ') && message.endsWith(', expected a map');
+        return {
+          _meta: s.params._meta,
+          ok,
+          reached: Boolean(resourceRead(ctx, s.name)),
+          answer: o.kind === 'error' ? o.error : o.kind === 'result' ? 'accepted' : o,
+        };
       });
       const bad = rows.filter((r) => !r.ok || r.reached);
       if (bad.length === 0) return pass();
@@ -701,9 +772,8 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-3',
     level: 'MUST',
     title: 'mcpServer/resource/read accepts null _meta',
-    summary: 'A null _meta is treated as none: the read reaches the server with only the host\'s progressToken in _meta.',
-    observes:
-      'A read with _meta null must be answered with a result, reach the recording server, and arrive with no _meta entry other than progressToken.',
+    summary: "A null _meta is treated as none: the read reaches the server with only the host's progressToken in _meta.",
+    observes: 'A read with _meta null must be answered with a result, reach the recording server, and arrive with no _meta entry other than progressToken.',
     why: 'null is how many clients spell "no metadata"; rejecting it breaks them, inventing entries misleads the server.',
     typicalMistake: 'Rejecting null along with the other non-object values.',
     fix: 'Accept null (and absence) as no caller metadata.',
@@ -713,7 +783,11 @@ export const hostChecks: HostCheck[] = [
     judge(ctx) {
       const s = step(ctx, 'resource-read/null-meta');
       if (!s) return whyMissing('the app-server session ended before the null-_meta read', ctx.app.problems);
-      if (s.outcome.kind !== 'result') return fail('the read with _meta null was not answered with a result', { expected: 'a result', actual: s.outcome.kind === 'error' ? s.outcome.error : s.outcome });
+      if (s.outcome.kind !== 'result')
+        return fail('the read with _meta null was not answered with a result', {
+          expected: 'a result',
+          actual: s.outcome.kind === 'error' ? s.outcome.error : s.outcome,
+        });
       const record = resourceRead(ctx, s.name);
       if (!record) return fail('the host answered, but the read never reached the server', { expected: 'resources/read at the server', actual: '(none)' });
       const meta = metaOf(record);
@@ -727,10 +801,10 @@ export const hostChecks: HostCheck[] = [
     rule: 'HOST-3',
     level: 'MUST',
     title: 'mcpServer/resource/read forwards accepted _meta verbatim, plus progressToken',
-    summary: 'An accepted caller _meta reaches the server unchanged (values and key order), with the host\'s progressToken added and nothing else.',
+    summary: "An accepted caller _meta reaches the server unchanged (values and key order), with the host's progressToken added and nothing else.",
     observes:
       'A read with caller _meta {"x-conformance-unrelated": …, "zeta": …} must be answered with a result and reach the recording server with those entries deep-equal and in the same order, plus a progressToken, and no other key.',
-    why: 'Servers see exactly what the client sent (RES-1 on the server side relies on it); extra or missing entries change the request\'s meaning.',
+    why: "Servers see exactly what the client sent (RES-1 on the server side relies on it); extra or missing entries change the request's meaning.",
     typicalMistake: 'Dropping caller _meta on reads, or adding thread or sandbox entries.',
     fix: 'Forward the caller map as is and add only progressToken.',
     needs: [],
@@ -739,7 +813,11 @@ export const hostChecks: HostCheck[] = [
     judge(ctx) {
       const s = step(ctx, 'resource-read/object-meta');
       if (!s) return whyMissing('the app-server session ended before the read with _meta', ctx.app.problems);
-      if (s.outcome.kind !== 'result') return fail('the read with an ordinary _meta was not answered with a result', { expected: 'a result', actual: s.outcome.kind === 'error' ? s.outcome.error : s.outcome });
+      if (s.outcome.kind !== 'result')
+        return fail('the read with an ordinary _meta was not answered with a result', {
+          expected: 'a result',
+          actual: s.outcome.kind === 'error' ? s.outcome.error : s.outcome,
+        });
       const record = resourceRead(ctx, s.name);
       if (!record) return fail('the host answered, but the read never reached the server', { expected: 'resources/read at the server', actual: '(none)' });
       const got = metaOf(record) ?? {};
@@ -755,6 +833,9 @@ export const hostChecks: HostCheck[] = [
 
 /** The checks as `list`/`explain` know them (one entry per id). */
 export const hostCheckDefs: CheckDef[] = hostChecks.map(({ transports: _t, scenario: _s, judge: _j, ...def }) => def);
+
+/** The transports a host check runs over, for `list`. */
+export const hostTransportsOf = (checkId: string): Transport[] => hostChecks.find((c) => c.id === checkId)?.transports ?? [];
 
 // ------------------------------------------------------------------------------------------
 // Running host mode
@@ -772,12 +853,8 @@ export interface HostPlan {
   /** App-server turns that change the sandbox policy (default POLICY_CHANGES). */
   policyChanges?: number;
   select?: (checkId: string) => boolean;
-}
-
-export interface HostRunReport extends RunReport {
-  /** The host's MCP clientInfo, from the first initialize the recording server saw. */
-  hostInfo?: unknown;
-  observations: HostObservations[];
+  /** SHOULD findings fail (--strict / --fail-on should), as in server mode. */
+  strict?: boolean;
 }
 
 async function limit<T>(jobs: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
@@ -794,21 +871,79 @@ async function limit<T>(jobs: number, tasks: (() => Promise<T>)[]): Promise<T[]>
 }
 
 const emptyExec = (transport: Transport): ExecObservation => ({
-  transport, workspace: '', records: [], plainRecords: [], stdout: '', stderr: '', modelRequests: [], problems: [], launcherProbes: {}, durationMs: 0,
+  transport,
+  workspace: '',
+  records: [],
+  plainRecords: [],
+  stdout: '',
+  stderr: '',
+  modelRequests: [],
+  problems: [],
+  launcherProbes: {},
+  durationMs: 0,
 });
 const emptyApp = (transport: Transport): AppObservation => ({
-  transport, workspace: '', steps: [], turns: [], records: [], plainRecords: [], stderr: '', problems: [], launcherProbes: {}, durationMs: 0,
+  transport,
+  workspace: '',
+  steps: [],
+  turns: [],
+  records: [],
+  plainRecords: [],
+  stderr: '',
+  problems: [],
+  launcherProbes: {},
+  durationMs: 0,
 });
 
-/** Recorded requests as transcript entries, so every reporter can show what the host sent. */
-function transcriptOf(records: RecordedMessage[], problems: string[], started: number): TranscriptEntry[] {
+/**
+ * What one host run showed the recording servers, as a transcript every reporter and --transcripts
+ * can use: each request the host sent, then what went wrong while driving it and its stderr's tail.
+ */
+function transcriptOf(o: ExecObservation | AppObservation, kind: 'exec' | 'app-server', started: number): TranscriptEntry[] {
+  const records = [...o.records, ...o.plainRecords].sort((a, b) => a.t - b.t);
+  // Notes come after the requests: at the last one's time.
+  const end = records.at(-1)?.t ?? started;
+  const stderr = o.stderr.trim().split('\n').slice(-5).join('\n');
   return [
     ...records.map((r): TranscriptEntry => ({ t: r.t - started, dir: 'host->server', message: r.message })),
-    ...problems.map((text): TranscriptEntry => ({ t: 0, dir: 'note', text })),
+    ...o.problems.map((text): TranscriptEntry => ({ t: end - started, dir: 'note', text: `${kind}: ${text}` })),
+    ...(stderr ? [{ t: end - started, dir: 'note' as const, text: `${kind}: the host's stderr ends with:\n${stderr}` }] : []),
   ];
 }
 
-export async function runHostMode(plan: HostPlan): Promise<HostRunReport> {
+/** Grades a verdict as server mode does (suites/runner.ts): a finding fails at MUST, and at SHOULD with strict; otherwise it warns. */
+function resultOf(check: HostCheck, verdict: Verdict, o: HostObservations, strict: boolean, transcript: TranscriptEntry[], durationMs: number): CheckResult {
+  const base = {
+    id: check.id,
+    rule: check.rule,
+    level: check.level,
+    title: check.title,
+    transport: o.transport,
+    scenario: `host ${check.scenario}`,
+    durationMs,
+    transcript,
+  };
+  switch (verdict.status) {
+    case 'pass':
+      return { ...base, status: 'pass', message: verdict.note };
+    case 'fail':
+      return {
+        ...base,
+        status: check.level === 'MUST' || (check.level === 'SHOULD' && strict) ? 'fail' : 'warn',
+        message: verdict.message,
+        expected: verdict.expected,
+        actual: verdict.actual,
+        diff: verdict.diff,
+      };
+    case 'skip':
+      return { ...base, status: 'skip', reason: verdict.reason, message: verdict.message };
+    case 'error':
+      return { ...base, status: 'error', message: verdict.message };
+  }
+}
+
+/** Runs the host per transport, then judges every selected check: a RunReport like server mode's, for cli/results.ts. */
+export async function runHostMode(plan: HostPlan): Promise<RunReport> {
   const started = Date.now();
   const policyChanges = plan.policyChanges ?? POLICY_CHANGES;
   const options = (transport: Transport) => ({ host: plan.host, transport, timeoutMs: plan.timeoutMs, thinkMs: plan.thinkMs, env: plan.env, policyChanges });
@@ -826,8 +961,11 @@ export async function runHostMode(plan: HostPlan): Promise<HostRunReport> {
 
   const results: CheckResult[] = [];
   for (const ctx of observations) {
-    for (const check of hostChecks) {
-      if (!check.transports.includes(ctx.transport) || !(plan.select?.(check.id) ?? true)) continue;
+    // One transcript per host scenario and transport: results share it, as server mode's do.
+    const exec = transcriptOf(ctx.exec, 'exec', started);
+    const app = transcriptOf(ctx.app, 'app-server', started);
+    const both = [...exec, ...app].sort((a, b) => a.t - b.t);
+    for (const check of selected(ctx.transport)) {
       const checkStarted = Date.now();
       let verdict: Verdict;
       try {
@@ -836,36 +974,22 @@ export async function runHostMode(plan: HostPlan): Promise<HostRunReport> {
         verdict = { status: 'error', message: (error as Error).stack ?? String(error) };
       }
       const uses = check.scenario === 'exec' ? [ctx.exec] : check.scenario === 'app-server' ? [ctx.app] : [ctx.exec, ctx.app];
-      const status = verdict.status === 'fail' && check.level === 'SHOULD' ? 'warn' : verdict.status;
-      results.push({
-        id: check.id,
-        rule: check.rule,
-        level: check.level,
-        title: check.title,
-        status,
-        reason: verdict.status === 'skip' ? verdict.reason : undefined,
-        message: verdict.status === 'pass' ? verdict.note : verdict.message,
-        expected: verdict.status === 'fail' ? verdict.expected : undefined,
-        actual: verdict.status === 'fail' ? verdict.actual : undefined,
-        diff: verdict.status === 'fail' ? verdict.diff : undefined,
-        transport: ctx.transport,
-        scenario: `host ${check.scenario}`,
-        durationMs: uses.reduce((sum, o) => sum + o.durationMs, 0) + (Date.now() - checkStarted),
-        transcript: uses.flatMap((o) => transcriptOf([...o.records, ...o.plainRecords], o.problems, started)),
-      });
+      const durationMs = uses.reduce((sum, o) => sum + o.durationMs, 0) + (Date.now() - checkStarted);
+      const transcript = check.scenario === 'exec' ? exec : check.scenario === 'app-server' ? app : both;
+      results.push(resultOf(check, verdict, ctx, plan.strict ?? false, transcript, durationMs));
     }
   }
-  const firstInit = observations.flatMap((o) => [...o.exec.records, ...o.app.records]).find((r) => r.message.method === 'initialize');
-  const hostInfo = isObject(firstInit?.message.params) ? firstInit.message.params.clientInfo : undefined;
+  // The host failed to start when a run of it failed and not one request reached a recording server.
   const nothingRan = observations.every((o) => o.exec.records.length === 0 && o.app.records.length === 0);
+  const hostFailed = observations.some((o) => o.exec.hostFailed ?? o.app.hostFailed);
   const startProblems = observations.flatMap((o) => [...o.exec.problems, ...o.app.problems]);
   return {
     results,
-    hostInfo,
-    observations,
+    transports: plan.transports,
     durationMs: Date.now() - started,
-    startFailure: nothingRan && startProblems.some((p) => /cannot start|app-server initialize failed|app-server exited|exec exited/.test(p))
-      ? { message: `${plan.host.display} never reached the recording server`, stderrTail: [...new Set(startProblems)].join('\n') }
-      : undefined,
+    startFailure:
+      nothingRan && hostFailed
+        ? { message: `${plan.host.display} never reached the recording server`, stderrTail: [...new Set(startProblems)].join('\n') }
+        : undefined,
   };
 }

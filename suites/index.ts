@@ -12,7 +12,20 @@ import { resourceScenario } from './resources.js';
 import { transportScenarios } from './transport.js';
 
 /** Every scenario, in report order. */
-export const allScenarios: Scenario[] = [capabilityScenario, codexCallScenario, ...executionScenarios, ...aliasScenarios, ...launcherScenarios, ...transportScenarios, ...authorityScenarios, resourceScenario, catalogScenario, inventoryScenario, ...enforcementScenarios, exploreScenario];
+export const allScenarios: Scenario[] = [
+  capabilityScenario,
+  codexCallScenario,
+  ...executionScenarios,
+  ...aliasScenarios,
+  ...launcherScenarios,
+  ...transportScenarios,
+  ...authorityScenarios,
+  resourceScenario,
+  catalogScenario,
+  inventoryScenario,
+  ...enforcementScenarios,
+  exploreScenario,
+];
 
 /** Every check, in report order, each once. */
 export const allChecks: CheckDef[] = [...new Map(allScenarios.flatMap((s) => s.checks).map((c) => [c.id, c])).values()];

@@ -4,7 +4,6 @@ import type { Launch, Observations } from '../harness/observers.js';
 import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Verdict } from './model.js';
 import { isObject } from '../harness/json.js';
 
-
 /** A short, readable account of a tools/call outcome for expected/actual. */
 export function summarizeOutcome(outcome: RawOutcome): unknown {
   switch (outcome.kind) {
@@ -66,7 +65,9 @@ export const CONTROL_CHECK = 'launcher/runs-given-executable';
 /** A could-not-run verdict when the control shows the exec tool launches nothing at all; undefined when it works. */
 export async function waitForControl(ctx: { control(): Promise<ControlFacts> }, what: string): Promise<Verdict | undefined> {
   const facts = await ctx.control();
-  return facts.works ? undefined : couldNotRun(`${what}, and the exec tool does not launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
+  return facts.works
+    ? undefined
+    : couldNotRun(`${what}, and the exec tool does not launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
 }
 
 /** The parts of a launcher argv, and everything wrong with its shape (FWD-1). */
@@ -109,7 +110,10 @@ export function structuralDiff(expected: unknown, actual: unknown): string[] {
     return JSON.stringify(expected) === JSON.stringify(actual) ? [] : [`~ (whole value) ${JSON.stringify(expected)} -> ${JSON.stringify(actual)}`];
   }
   return diff(expected, actual).map((change) => {
-    const path = change.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
+    const path = change.path
+      .map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`))
+      .join('')
+      .replace(/^\./, '');
     if (change.type === 'REMOVE') return `- missing  ${path} (was ${JSON.stringify(change.oldValue)})`;
     if (change.type === 'CREATE') return `+ added    ${path} = ${JSON.stringify(change.value)}`;
     return `~ changed  ${path}: ${JSON.stringify(change.oldValue)} -> ${JSON.stringify(change.value)}`;
@@ -197,7 +201,10 @@ export function controlFacts(probe: ExecProbe, observations: Observations): Cont
   const ran = probeRan(observations, probe.nonce);
   const launch = launchOf(observations, probe.nonce);
   if (launch?.launcher === 'a' && (!ran || ran.launchId === launch.id)) return { works: true, detail: 'the command ran through the launcher' };
-  return { works: false, detail: `with everything Codex sends, the command ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})` };
+  return {
+    works: false,
+    detail: `with everything Codex sends, the command ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})`,
+  };
 }
 
 /**
@@ -226,7 +233,10 @@ export async function judgeFailClosed(probe: ExecProbe, observations: Observatio
   if (!isRefusal(probe.outcome)) return fail('nothing ran, yet the call reported success instead of an error', { expected, actual });
   const facts = await control;
   if (!facts.works) {
-    return couldNotRun(`the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
+    return couldNotRun(
+      `the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`,
+      CONTROL_CHECK,
+    );
   }
   return pass();
 }

@@ -11,21 +11,14 @@ export const runsGivenExecutable: CheckDef = {
   title: 'executes exactly the codexExecutable it was given',
   summary: `When "${LAUNCHER_KEY}" is present, the server executes its codexExecutable and nothing else: not a codex found on PATH, not one named in tool arguments. Source: CONTRACT.md §2 and §3 LAUNCH-1.`,
   observes:
-    'The control call, made exactly as Codex makes it over stdio, must be served by a launch of the fake launcher whose path it sent (the launch its probe ran under, else the first that carried its nonce); the server\'s PATH starts with a trap codex that records any invocation. For every call of the run the monitor charges here a launch by another of the suite\'s launchers than the one that call sent, and any trap invocation that is not owed to a call that had to be refused or to the check that planted the trap.',
+    "The control call, made exactly as Codex makes it over stdio, must be served by a launch of the fake launcher whose path it sent (the launch its probe ran under, else the first that carried its nonce); the server's PATH starts with a trap codex that records any invocation. For every call of the run the monitor charges here a launch by another of the suite's launchers than the one that call sent, and any trap invocation that is not owed to a call that had to be refused or to the check that planted the trap.",
   why: 'Codex verified that executable; any other codex may be a different version, or something else that merely has the name.',
   typicalMistake: "spawn('codex', ...) by bare name, which searches PATH.",
   fix: 'Spawn meta["codex/sandbox-launcher"].codexExecutable by its absolute path.',
   needs: ['exec', 'opt-in'],
 };
 
-const failClosedCheck = (
-  id: string,
-  rule: 'LAUNCH-2' | 'LAUNCH-3',
-  title: string,
-  sends: string,
-  typicalMistake: string,
-  watched = '',
-): CheckDef => ({
+const failClosedCheck = (id: string, rule: 'LAUNCH-2' | 'LAUNCH-3', title: string, sends: string, typicalMistake: string, watched = ''): CheckDef => ({
   id,
   rule,
   level: 'MUST',
@@ -44,7 +37,7 @@ export const absentFailsClosed = failClosedCheck(
   'fails closed when no launcher is sent',
   `The call carries both state keys but no "${LAUNCHER_KEY}".`,
   'Falling back to running the command directly, or to a codex on PATH.',
-  ' (the server\'s PATH starts with a trap codex)',
+  " (the server's PATH starts with a trap codex)",
 );
 
 const relativePath = failClosedCheck(
@@ -53,13 +46,16 @@ const relativePath = failClosedCheck(
   'fails closed when codexExecutable is a relative path',
   'codexExecutable is the relative path "codex", and executables named codex wait where a resolver might look (the workspace, its bin/).',
   'Spawning a relative name, which searches PATH, or resolving it against the working directory or the sandboxCwd.',
-  ' (trap executables named codex are planted in the workspace, which is the sandboxCwd, and in its bin/, and a trap codex is first on the server\'s PATH)',
+  " (trap executables named codex are planted in the workspace, which is the sandboxCwd, and in its bin/, and a trap codex is first on the server's PATH)",
 );
 
 /** Traps where a relative "codex" could be resolved to: the workspace (sandboxCwd) and its bin/. */
 async function plantRelativeTraps(ctx: ScenarioContext): Promise<void> {
   const ws = ctx.observers.workspaceDir;
-  await Promise.all([ctx.plantTrap('relative-launcher', { dir: ws }, relativePath.id), ctx.plantTrap('relative-launcher', { dir: join(ws, 'bin') }, relativePath.id)]);
+  await Promise.all([
+    ctx.plantTrap('relative-launcher', { dir: ws }, relativePath.id),
+    ctx.plantTrap('relative-launcher', { dir: join(ws, 'bin') }, relativePath.id),
+  ]);
 }
 
 interface Malformed {
@@ -69,7 +65,14 @@ interface Malformed {
 
 const malformed: Malformed[] = [
   {
-    check: failClosedCheck('launcher/not-an-object', 'LAUNCH-3', 'fails closed when the launcher is not an object', `"${LAUNCHER_KEY}" is a bare string holding a real executable path.`, 'Accepting a string as the launcher.', ' (the string is the path of the fake launcher itself, so using it shows as a launch)'),
+    check: failClosedCheck(
+      'launcher/not-an-object',
+      'LAUNCH-3',
+      'fails closed when the launcher is not an object',
+      `"${LAUNCHER_KEY}" is a bare string holding a real executable path.`,
+      'Accepting a string as the launcher.',
+      ' (the string is the path of the fake launcher itself, so using it shows as a launch)',
+    ),
     entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: ctx.observers.launcherPath }),
   },
   {
@@ -80,19 +83,50 @@ const malformed: Malformed[] = [
     },
   },
   {
-    check: failClosedCheck('launcher/missing-file', 'LAUNCH-3', 'fails closed when codexExecutable does not exist', 'codexExecutable is an absolute path to no file.', 'Trying the path, failing, and then running the command some other way.', ' (a trap codex is first on the server\'s PATH)'),
+    check: failClosedCheck(
+      'launcher/missing-file',
+      'LAUNCH-3',
+      'fails closed when codexExecutable does not exist',
+      'codexExecutable is an absolute path to no file.',
+      'Trying the path, failing, and then running the command some other way.',
+      " (a trap codex is first on the server's PATH)",
+    ),
     entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: ctx.observers.missingLauncherPath() } }),
   },
   {
-    check: failClosedCheck('launcher/not-executable', 'LAUNCH-3', 'fails closed when codexExecutable is not executable', 'codexExecutable is a file without the execute bit.', 'Running the file through a shell (sh <path>) when exec fails.', ' (the file is itself a trap, so running it through a shell is recorded)'),
-    entries: async (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.plantTrap('not-executable', { executable: false }, 'launcher/not-executable') } }),
+    check: failClosedCheck(
+      'launcher/not-executable',
+      'LAUNCH-3',
+      'fails closed when codexExecutable is not executable',
+      'codexExecutable is a file without the execute bit.',
+      'Running the file through a shell (sh <path>) when exec fails.',
+      ' (the file is itself a trap, so running it through a shell is recorded)',
+    ),
+    entries: async (ctx) => ({
+      ...ctx.codexEntries(),
+      launcher: { codexExecutable: await ctx.plantTrap('not-executable', { executable: false }, 'launcher/not-executable') },
+    }),
   },
   {
-    check: failClosedCheck('launcher/state-missing', 'LAUNCH-3', 'fails closed when no state is sent', `A valid launcher, but neither "${STATE_KEY}" nor "${STATE_KEY_DEPRECATED}".`, 'Forwarding {} or a default state of its own.', ' (the launcher is the valid fake launcher, so forwarding any state of its own shows as a launch)'),
+    check: failClosedCheck(
+      'launcher/state-missing',
+      'LAUNCH-3',
+      'fails closed when no state is sent',
+      `A valid launcher, but neither "${STATE_KEY}" nor "${STATE_KEY_DEPRECATED}".`,
+      'Forwarding {} or a default state of its own.',
+      ' (the launcher is the valid fake launcher, so forwarding any state of its own shows as a launch)',
+    ),
     entries: async (ctx) => ({ ...ctx.codexEntries(), state: undefined, stateDeprecated: undefined }),
   },
   {
-    check: failClosedCheck('launcher/state-not-object', 'LAUNCH-3', 'fails closed when the state is not an object', 'A valid launcher, and both state keys hold the state as a JSON string instead of an object.', 'Forwarding whatever value arrives.', ' (the launcher is the valid fake launcher, so forwarding the string shows as a launch)'),
+    check: failClosedCheck(
+      'launcher/state-not-object',
+      'LAUNCH-3',
+      'fails closed when the state is not an object',
+      'A valid launcher, and both state keys hold the state as a JSON string instead of an object.',
+      'Forwarding whatever value arrives.',
+      ' (the launcher is the valid fake launcher, so forwarding the string shows as a launch)',
+    ),
     entries: async (ctx) => {
       const asString = JSON.stringify(ctx.state);
       return { ...ctx.codexEntries(), state: asString, stateDeprecated: asString };
@@ -131,9 +165,9 @@ export const failsClosedAfterSuccess: CheckDef = {
     'On one server process, calls with everything Codex sends alternate with calls whose launcher is absent, not an object, relative, missing or not executable, and whose state is absent or not an object. Every one of the latter must be refused with nothing run, however many calls succeeded before. Source: CONTRACT.md §3 LAUNCH-2, LAUNCH-3 and EXEC-1.',
   observes:
     'On one server process: a valid call, then the seven invalid variants (launcher absent, not an object, relative, missing, not executable; state absent, not an object), with a valid call after every second one and another at the end; each invalid call must get an error response, and at least one valid call must launch for the refusals to count. The invalid calls are registered as ones to refuse, so the monitor charges here any launch or execution tied to them, including one run under the launcher or state remembered from an earlier valid call.',
-  why: 'A server that remembers the last good launcher or state runs a call that carried no authority under an earlier call\'s, which is the silent escape the contract exists to prevent.',
+  why: "A server that remembers the last good launcher or state runs a call that carried no authority under an earlier call's, which is the silent escape the contract exists to prevent.",
   typicalMistake: 'Keeping the last launcher (or state) in a variable and falling back to it when a call has none.',
-  fix: 'Read the launcher and the state from each call\'s own _meta, and refuse the call when either is missing or invalid.',
+  fix: "Read the launcher and the state from each call's own _meta, and refuse the call when either is missing or invalid.",
   needs: ['exec', 'opt-in'],
 };
 
@@ -145,16 +179,19 @@ export const brokenSandbox: CheckDef = {
   summary:
     'The codexExecutable exists and is executable but fails the way a broken sandbox does (a bubblewrap error on stderr, exit 1, nothing run). The call must come back as an error, and the command must never run: not directly, not later. Source: CONTRACT.md §3 LAUNCH-3 and EXEC-1.',
   observes:
-    'One call names a launcher that records its argv and then fails like a broken bubblewrap (error on stderr, exit 1, nothing run), and a normal call follows on the same server; the first call\'s response must be an error. That call is registered as an attempt: launching the broken launcher is allowed, but the monitor charges here any execution of its command, by any route and at any time until the server stops, including a retry folded into the later call.',
+    "One call names a launcher that records its argv and then fails like a broken bubblewrap (error on stderr, exit 1, nothing run), and a normal call follows on the same server; the first call's response must be an error. That call is registered as an attempt: launching the broken launcher is allowed, but the monitor charges here any execution of its command, by any route and at any time until the server stops, including a retry folded into the later call.",
   why: 'A retry without the sandbox turns every sandbox failure into an unsandboxed run.',
   typicalMistake: 'Catching the launcher\'s failure and rerunning the command directly "so the user still gets output".',
-  fix: 'Return the launcher\'s failure as an error result (isError: true) and run nothing else.',
+  fix: "Return the launcher's failure as an error result (isError: true) and run nothing else.",
   needs: ['exec', 'opt-in'],
 };
 
 /** Valid calls interleaved with every invalid variant, on one process. */
 const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async (ctx) => {
-  const invalid = [{ label: launcherAbsent.label, entries: async () => ({ ...ctx.codexEntries(), launcher: undefined }) }, ...malformed.map((m) => ({ label: m.check.id, entries: () => m.entries(ctx) }))];
+  const invalid = [
+    { label: launcherAbsent.label, entries: async () => ({ ...ctx.codexEntries(), launcher: undefined }) },
+    ...malformed.map((m) => ({ label: m.check.id, entries: () => m.entries(ctx) })),
+  ];
   const valid: ExecProbe[] = [];
   const refusedWrongly: { label: string; response: unknown }[] = [];
   valid.push(await ctx.execProbe(ctx.codexEntries()));
@@ -167,7 +204,10 @@ const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async 
   const observations = await ctx.observe();
   // Nothing may run for the invalid calls: the monitor charges any execution to this check.
   if (valid.every((probe) => !launchOf(observations, probe.nonce))) {
-    return (await waitForControl(ctx, 'no valid call of the sequence launched')) ?? couldNotRun('no valid call of the sequence launched, so the refusals prove nothing');
+    return (
+      (await waitForControl(ctx, 'no valid call of the sequence launched')) ??
+      couldNotRun('no valid call of the sequence launched, so the refusals prove nothing')
+    );
   }
   if (refusedWrongly.length > 0) {
     return fail(`${refusedWrongly.length} call${refusedWrongly.length === 1 ? '' : 's'} without valid authority did not come back as an error`, {
@@ -187,7 +227,10 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
   const attempted = launchesOf(observations, probe.nonce).some((l) => l.launcher === 'broken');
   const actual = { ...(summarizeOutcome(probe.outcome) as object), launchedBrokenLauncher: attempted };
   if (!isRefusal(probe.outcome)) {
-    return fail('the launcher failed to set up its sandbox, yet the call reported success', { expected: { response: 'an error (isError: true or a JSON-RPC error)' }, actual });
+    return fail('the launcher failed to set up its sandbox, yet the call reported success', {
+      expected: { response: 'an error (isError: true or a JSON-RPC error)' },
+      actual,
+    });
   }
   if (!attempted) {
     const blocked = await waitForControl(ctx, 'the broken launcher was never tried');
@@ -199,8 +242,4 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
 
 const launcherAbsent = { label: absentFailsClosed.id };
 
-export const launcherScenarios: Scenario[] = [
-  failClosedScenario,
-  afterSuccessScenario,
-  brokenSandboxScenario,
-];
+export const launcherScenarios: Scenario[] = [failClosedScenario, afterSuccessScenario, brokenSandboxScenario];

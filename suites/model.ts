@@ -10,9 +10,30 @@ export type Level = 'MUST' | 'SHOULD' | 'INFO';
 
 /** Every rule of CONTRACT.md (§3 for servers, §4 for hosts), by its stable ID. */
 export const RULES = [
-  'CAP-1', 'CAP-2', 'ALIAS-1', 'ALIAS-2', 'EXEC-1', 'FWD-1', 'FWD-2', 'FWD-3', 'LAUNCH-1', 'LAUNCH-2', 'LAUNCH-3',
-  'HTTP-1', 'HTTP-2', 'AUTH-1', 'AUTH-2', 'AUTH-3', 'RES-1', 'CAT-1', 'CAT-2', 'CAT-3',
-  'HOST-1', 'HOST-2', 'HOST-3', 'HOST-4',
+  'CAP-1',
+  'CAP-2',
+  'ALIAS-1',
+  'ALIAS-2',
+  'EXEC-1',
+  'FWD-1',
+  'FWD-2',
+  'FWD-3',
+  'LAUNCH-1',
+  'LAUNCH-2',
+  'LAUNCH-3',
+  'HTTP-1',
+  'HTTP-2',
+  'AUTH-1',
+  'AUTH-2',
+  'AUTH-3',
+  'RES-1',
+  'CAT-1',
+  'CAT-2',
+  'CAT-3',
+  'HOST-1',
+  'HOST-2',
+  'HOST-3',
+  'HOST-4',
 ] as const;
 export type RuleId = (typeof RULES)[number];
 export type Status = 'pass' | 'fail' | 'warn' | 'skip' | 'error' | 'xfail' | 'xpass';
@@ -43,8 +64,23 @@ export interface CheckDef {
 export type Verdict =
   | { status: 'pass'; note?: string }
   | { status: 'fail'; message: string; expected?: unknown; actual?: unknown; diff?: string[]; counterexample?: Counterexample }
-  | { status: 'skip'; reason: SkipReason; message: string; blockedBy?: string }
-  | { status: 'error'; message: string };
+  | { status: 'skip'; reason: SkipReason; message: string; blockedBy?: string; hint?: Hint }
+  | { status: 'error'; message: string; hint?: Hint };
+
+/**
+ * What the user can do about a verdict, as a code: the CLI words it with its own flags and config
+ * keys (suites and harness hold no flag text).
+ */
+export type Hint =
+  | 'assume-opt-in' // the server did not opt in: sandbox keys can be sent anyway
+  | 'http-target' // an HTTP target is needed
+  | 'stdio-target' // a stdio target is needed
+  | 'real-codex' // a real Codex CLI is needed
+  | 'session-adapter' // a session adapter is needed
+  | 'exec-adapter' // the exec tool and its arguments can be named
+  | 'scenario-timeout' // the scenario's budget can be raised
+  | 'run-timeout' // the run's budget can be raised
+  | 'explore-off'; // exploration was turned off
 
 export interface CheckResult {
   id: string;
@@ -55,6 +91,8 @@ export interface CheckResult {
   reason?: SkipReason;
   /** For could-not-run: the check whose failure kept this one from running. */
   blockedBy?: string;
+  /** What the user can do about it (the CLI words it). */
+  hint?: Hint;
   message?: string;
   expected?: unknown;
   actual?: unknown;
@@ -236,15 +274,17 @@ export const fail = (message: string, details: { expected?: unknown; actual?: un
   message,
   ...details,
 });
-export const couldNotRun = (message: string, blockedBy?: string): Verdict => ({ status: 'skip', reason: 'could-not-run', message, ...(blockedBy ? { blockedBy } : {}) });
-export const notApplicable = (message: string): Verdict => ({ status: 'skip', reason: 'not-applicable', message });
+export const couldNotRun = (message: string, blockedBy?: string, hint?: Hint): Verdict => ({
+  status: 'skip',
+  reason: 'could-not-run',
+  message,
+  ...(blockedBy ? { blockedBy } : {}),
+  ...(hint ? { hint } : {}),
+});
+export const notApplicable = (message: string, hint?: Hint): Verdict => ({ status: 'skip', reason: 'not-applicable', message, ...(hint ? { hint } : {}) });
 
 /** A scenario that decides exactly one check: most scenarios are. */
-export function singleCheckScenario(
-  check: CheckDef,
-  judge: (ctx: ScenarioContext) => Promise<Verdict>,
-  transports: Transport[] = ['stdio'],
-): Scenario {
+export function singleCheckScenario(check: CheckDef, judge: (ctx: ScenarioContext) => Promise<Verdict>, transports: Transport[] = ['stdio']): Scenario {
   return {
     id: check.id,
     title: check.title,

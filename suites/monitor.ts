@@ -17,9 +17,7 @@ import { carriesNonce, keyOrderDifferences, parseLaunchArgv, parseJson, structur
  */
 
 /** What a call carried, as a conforming server must read it. */
-export type Authority =
-  | { kind: 'valid'; codexExecutable: string; state: Record<string, unknown> }
-  | { kind: 'none'; why: string };
+export type Authority = { kind: 'valid'; codexExecutable: string; state: Record<string, unknown> } | { kind: 'none'; why: string };
 
 /**
  * What a call permits: `run` (launches of its authority, executions inside them), `refuse`
@@ -161,14 +159,24 @@ export function monitor(input: MonitorInput): Finding[] {
     const launch = run.launchId ? launchesById.get(run.launchId) : undefined;
     const allowed = owners.filter((c) => c.expect === 'run');
     if (owners.length === 0) {
-      if (!launch) charge(undefined, canonical.exec, { message: `a command ran outside any launch, and no call of this scenario asked for it (nonce ${JSON.stringify(run.nonce)})`, expected: 'every execution inside a launch of codex sandbox', actual: runAccount(run) });
+      if (!launch)
+        charge(undefined, canonical.exec, {
+          message: `a command ran outside any launch, and no call of this scenario asked for it (nonce ${JSON.stringify(run.nonce)})`,
+          expected: 'every execution inside a launch of codex sandbox',
+          actual: runAccount(run),
+        });
       continue;
     }
     if (allowed.length === 0) {
       const call = owners[0]!;
       if (launch) judgedLaunches.add(launch.id); // one finding for the call, not another for its launch
       const check = call.transport === 'http' ? canonical.http : call.check;
-      const reason = call.expect === 'attempt' ? 'its launcher cannot set up a sandbox, so nothing may run' : call.authority.kind === 'none' ? call.authority.why : 'the call must be refused';
+      const reason =
+        call.expect === 'attempt'
+          ? 'its launcher cannot set up a sandbox, so nothing may run'
+          : call.authority.kind === 'none'
+            ? call.authority.why
+            : 'the call must be refused';
       charge(call, check, {
         message: `${callLabel(call)}: the command ran although ${reason}${launch ? '' : ', and it ran outside any sandbox'}`,
         expected: { ...describeAuthority(call), executions: [] },
@@ -220,11 +228,14 @@ export function monitor(input: MonitorInput): Finding[] {
   function judgeTrap(trap: TrapCall) {
     const owner = calls.find((c) => c.nonce && carriesNonce(trap.argv, c.nonce));
     const planter = input.trapOwners.get(trap.trap);
-    const check = owner?.expect === 'refuse' ? owner.check : planter ?? canonical.launcher;
-    const what = trap.trap === 'path-search' ? 'a `codex` found on PATH' : `the trap "${trap.trap}" (an executable only a wrong reading of the call could pick)`;
+    const check = owner?.expect === 'refuse' ? owner.check : (planter ?? canonical.launcher);
+    const what =
+      trap.trap === 'path-search' ? 'a `codex` found on PATH' : `the trap "${trap.trap}" (an executable only a wrong reading of the call could pick)`;
     charge(owner, check, {
       message: `${owner ? `${callLabel(owner)}: ` : ''}the server executed ${what}`,
-      expected: owner ? { ...describeAuthority(owner), executed: owner.authority.kind === 'valid' ? 'that codexExecutable only' : 'nothing' } : { executed: 'only the codexExecutable each call sends' },
+      expected: owner
+        ? { ...describeAuthority(owner), executed: owner.authority.kind === 'valid' ? 'that codexExecutable only' : 'nothing' }
+        : { executed: 'only the codexExecutable each call sends' },
       actual: { trap: trap.trap, argv: trap.argv },
     });
   }
@@ -242,7 +253,11 @@ export function monitor(input: MonitorInput): Finding[] {
     const stateOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? call.authority.state : undefined);
     const matches = (call: MonitoredCall) => exeOf(call) === launch.launcher && isDeepStrictEqual(stateOf(call), forwarded);
     const call = allowed.find(matches) ?? allowed[0]!;
-    const actual = { launch: launch.argv, forwardedState: forwarded ?? parsed.stateArguments, execution: run ? runAccount(run) : '(no record of the command itself)' };
+    const actual = {
+      launch: launch.argv,
+      forwardedState: forwarded ?? parsed.stateArguments,
+      execution: run ? runAccount(run) : '(no record of the command itself)',
+    };
 
     // Only once per launch: its shape does not depend on which execution we came from.
     if (firstTime && parsed.problems.length > 0) {
@@ -296,7 +311,11 @@ export function monitor(input: MonitorInput): Finding[] {
       return;
     }
     if (forwarded === undefined) {
-      charge(call, canonical.stateUnchanged, { message: `${callLabel(call)}: the value of --sandbox-state-json is not JSON`, expected: stateOf(call), actual: parsed.stateArguments[0] });
+      charge(call, canonical.stateUnchanged, {
+        message: `${callLabel(call)}: the value of --sandbox-state-json is not JSON`,
+        expected: stateOf(call),
+        actual: parsed.stateArguments[0],
+      });
       return;
     }
     const diff = structuralDiff(stateOf(call), forwarded);

@@ -4,7 +4,6 @@ import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict }
 import type { RawOutcome } from '../harness/host-session.js';
 import { isObject } from '../harness/json.js';
 
-
 /** The caller `_meta` the suite reads with unless the config names one (it passes Codex's HOST-3 rule). */
 export const DEFAULT_CALLER_META = { 'x-conformance-caller': { purpose: 'RES-1', note: 'caller metadata Codex forwards verbatim' } };
 
@@ -31,7 +30,7 @@ export const readWithCallerMeta = resourceCheck(
   'resources/read-with-caller-meta',
   'resources/read works with caller _meta and returns the same contents',
   'with caller _meta present, and return the same contents as without it',
-  'The same resource is read again on the same connection with caller _meta (the configured one, else an x-conformance-caller entry), its entries in order and Codex\'s progressToken after them (a caller progressToken is overwritten where it stands), and no sandbox keys; the answer must be a result whose contents are deep-equal to those of the read without caller entries.',
+  "The same resource is read again on the same connection with caller _meta (the configured one, else an x-conformance-caller entry), its entries in order and Codex's progressToken after them (a caller progressToken is overwritten where it stands), and no sandbox keys; the answer must be a result whose contents are deep-equal to those of the read without caller entries.",
 );
 
 const contentsOf = (outcome: RawOutcome) => (outcome.kind === 'result' && isObject(outcome.result) ? outcome.result.contents : undefined);
@@ -49,7 +48,10 @@ export const resourceScenario: Scenario = {
     const first = resources.find((r): r is Record<string, unknown> => isObject(r) && typeof r.uri === 'string');
     if (!first) {
       const why = notApplicable(`the server lists no resources (resources/list: ${JSON.stringify(summarizeOutcome(listed))})`);
-      return new Map([[readWithoutSandboxKeys.id, why], [readWithCallerMeta.id, why]]);
+      return new Map([
+        [readWithoutSandboxKeys.id, why],
+        [readWithCallerMeta.id, why],
+      ]);
     }
     const uri = first.uri as string;
     const plain = await ctx.session.readResource(uri, undefined, timeout);
@@ -58,11 +60,16 @@ export const resourceScenario: Scenario = {
     const verdicts = new Map<string, Verdict>();
     verdicts.set(
       readWithoutSandboxKeys.id,
-      Array.isArray(plainContents) ? pass() : fail(`resources/read of ${uri} without sandbox keys failed`, { expected: 'a result with contents', actual: summarizeOutcome(plain) }),
+      Array.isArray(plainContents)
+        ? pass()
+        : fail(`resources/read of ${uri} without sandbox keys failed`, { expected: 'a result with contents', actual: summarizeOutcome(plain) }),
     );
     const metaContents = contentsOf(withMeta);
     if (!Array.isArray(metaContents)) {
-      verdicts.set(readWithCallerMeta.id, fail(`resources/read of ${uri} with caller _meta failed`, { expected: 'a result with contents', actual: summarizeOutcome(withMeta) }));
+      verdicts.set(
+        readWithCallerMeta.id,
+        fail(`resources/read of ${uri} with caller _meta failed`, { expected: 'a result with contents', actual: summarizeOutcome(withMeta) }),
+      );
     } else if (Array.isArray(plainContents) && !isDeepStrictEqual(plainContents, metaContents)) {
       verdicts.set(readWithCallerMeta.id, fail('the contents differ with caller _meta present', { expected: plainContents, actual: metaContents }));
     } else verdicts.set(readWithCallerMeta.id, pass());

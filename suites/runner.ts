@@ -3,12 +3,11 @@ import { chmod, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, codexState, STATE_KEY, STATE_KEY_DEPRECATED, type ConnectionPurpose } from '../harness/codex-wire.js';
-import { adapterDescription, adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
+import { adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
 import type { SandboxEntries } from '../harness/codex-wire.js';
 import { TargetStartError } from '../harness/host-session.js';
 import { ScenarioObservers, type Observations } from '../harness/observers.js';
-import { containment, ProcessScope, sweepMarked, trackRunMarker, type Containment } from '../harness/process-group.js';
-import { locateRealCodex } from '../harness/real-codex.js';
+import { containment, ProcessScope, sweepMarked, trackRunMarker, trackTempDir, type Containment } from '../harness/process-group.js';
 import { oversizedMessages } from '../harness/stdio-transport.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
 import type { Transport } from '../harness/codex-wire.js';
@@ -19,6 +18,7 @@ import {
   type CheckDef,
   type CheckResult,
   type ControlFacts,
+  type Hint,
   type IsolatedContext,
   type RunOptions,
   type Scenario,
@@ -94,27 +94,18 @@ export const DEFAULT_RUN_TIMEOUT_MS = 30 * 60 * 1000;
 /** The longest delay a timer can hold (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys; --assume-opt-in sends them anyway';
-const HTTP_HINT = 'needs a Streamable HTTP target: --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
+const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys';
+const didNotOptIn = () => couldNotRun(NOT_OPTED_IN, undefined, 'assume-opt-in');
+const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-target');
 
 /** Needs known before anything starts: a real Codex, a transport the plan has. */
 function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
-  if (check.needs.includes('codex') && !plan.realCodex) return notApplicable(`needs a real Codex CLI: --codex PATH${installedCodexHint()}`);
-  if (check.needs.includes('http') && !plan.targets.http) return notApplicable(HTTP_HINT);
+  if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI', 'real-codex');
+  if (check.needs.includes('http') && !plan.targets.http) return needsHttp();
   if (check.needs.includes('session') && !plan.session) {
-    return notApplicable('needs a session adapter: "session" in mcp-sandbox-conformance.json or --session \'{"open":…,"send":…,"sessionId":…}\' (see README)');
+    return notApplicable('needs a session adapter', 'session-adapter');
   }
   return undefined;
-}
-
-let codexHint: string | undefined;
-/** When a Codex CLI is installed beside us (our devDependency, or a global npm one), where. */
-function installedCodexHint(): string {
-  if (codexHint === undefined) {
-    const found = locateRealCodex();
-    codexHint = 'path' in found ? ` (one is installed here: --codex ${found.path})` : '';
-  }
-  return codexHint;
 }
 
 /** Where the time of one scenario went (ms); `closeMs` is filled in when its servers are gone. */
@@ -151,13 +142,6 @@ export function sandboxOptIn(initializeResult: Record<string, unknown>): boolean
   return [STATE_KEY, STATE_KEY_DEPRECATED].some((key) => isObject(experimental[key]));
 }
 
-const liveRunDirs = new Set<string>();
-/** Removes the temp dirs of runs still going; for the CLI's signal handlers. */
-export function removeLiveRunDirs(): void {
-  for (const dir of liveRunDirs) rmSync(dir, { recursive: true, force: true });
-  liveRunDirs.clear();
-}
-
 class Control {
   private resolve!: (facts: ControlFacts) => void;
   readonly facts = new Promise<ControlFacts>((resolve) => (this.resolve = resolve));
@@ -188,7 +172,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   const started = Date.now();
   // Neutral names: a server must not be able to tell the suite's commands by their paths.
   const root = mkdtempSync(join(tmpdir(), 'tmp-'));
-  liveRunDirs.add(root);
+  const forgetRoot = trackTempDir(root);
   const runScope = new ProcessScope();
   const forgetMarker = trackRunMarker(runScope.marker);
   const control = new Control();
@@ -225,7 +209,10 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   if (!plan.targets.stdio) control.publish({ works: false, detail: 'no stdio target ran the control call; give the stdio command too' });
   // Only scenarios that run commands wait on the control: without them it would be a server start for nothing.
   const needsControl = jobs.some((j) => j.runs && (j.scenario.needs.includes('exec') || j.scenario.checks.some((c) => c.needs.includes('exec'))));
-  const queue: Job[] = controlScenario && plan.targets.stdio && !hasControlJob && needsControl ? [{ scenario: controlScenario, transport: 'stdio', runs: true }, ...jobs] : [...jobs];
+  const queue: Job[] =
+    controlScenario && plan.targets.stdio && !hasControlJob && needsControl
+      ? [{ scenario: controlScenario, transport: 'stdio', runs: true }, ...jobs]
+      : [...jobs];
   if (!queue.some((j) => j.scenario === controlScenario && j.transport === 'stdio')) {
     control.publish({ works: false, detail: 'the control scenario did not run (no selected check runs a command over stdio)' });
   }
@@ -255,7 +242,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     const log: MonitorLog = { calls: [], trapOwners: new Map(), findings: [], lingerMs: 0 };
     logsByJob.set(job, log);
     for (const check of scenario.checks) {
-      const verdict = job.runs ? staticUnmet(check, plan) : notApplicable(job.transport === 'http' ? HTTP_HINT : 'needs a stdio target');
+      const verdict = job.runs ? staticUnmet(check, plan) : job.transport === 'http' ? needsHttp() : notApplicable('needs a stdio target', 'stdio-target');
       if (verdict) verdicts.set(check.id, verdict);
     }
     const target = plan.targets[job.transport];
@@ -266,11 +253,11 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     if (dead) {
       undecided(couldNotRun(`target failed to start: ${dead.message}`));
     } else if (runExpired) {
-      undecided(couldNotRun(`${runExpired} before this scenario started`));
+      undecided(couldNotRun(`${runExpired} before this scenario started`, undefined, 'run-timeout'));
     } else if (notOptedIn.has(job.transport) && !plan.options.assumeOptIn && scenario.checks.every((c) => verdicts.has(c.id) || c.needs.includes('opt-in'))) {
       // A server that did not opt in gets no sandbox keys from Codex: starting it again for every
       // scenario that needs them would learn nothing.
-      undecided(couldNotRun(NOT_OPTED_IN));
+      undecided(didNotOptIn());
     } else if (target && scenario.checks.some((c) => !verdicts.has(c.id))) {
       scenariosRun++;
       plan.onProgress?.({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
@@ -279,8 +266,12 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       const timing: ScenarioTiming = { scenario: scenario.id, transport: job.transport, observersMs: 0, startupMs: 0, runMs: 0 };
       timings.push(timing);
       let startedHere = false;
+      let scenarioTimedOut = false;
       const budgetMs = Math.min(scenario.timeoutMs?.(plan.options, scenarioTimeoutMs) ?? scenarioTimeoutMs, MAX_TIMER_MS);
-      const timer = setTimeout(() => scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)}, --scenario-timeout)`), budgetMs);
+      const timer = setTimeout(() => {
+        scenarioTimedOut = true;
+        scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)})`);
+      }, budgetMs);
       const work = scope.run(async () => {
         try {
           const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
@@ -321,7 +312,11 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
           if (scope.brokenCalls.length > 0 && [...verdicts.values()].some((v) => v.status === 'fail') && !anythingRan(await observers.read())) {
             const cause = scope.brokenCalls[0]!;
             for (const [id, verdict] of verdicts) {
-              if (verdict.status === 'fail') verdicts.set(id, { status: 'error', message: `a call got no answer (${cause}) and nothing ran, so this cannot be judged (it would read: ${verdict.message})` });
+              if (verdict.status === 'fail')
+                verdicts.set(id, {
+                  status: 'error',
+                  message: `a call got no answer (${cause}) and nothing ran, so this cannot be judged (it would read: ${verdict.message})`,
+                });
             }
           }
         } finally {
@@ -336,9 +331,9 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
                 return Promise.allSettled(all.map((c) => c?.close()));
               })
               .then(async () => {
-              timing.closeMs = Date.now() - closeStarted;
-              all.forEach(compactTranscript);
-            }),
+                timing.closeMs = Date.now() - closeStarted;
+                all.forEach(compactTranscript);
+              }),
           );
         }
       });
@@ -371,10 +366,12 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
         // Given up on: the scenario's own verdicts (if it reaches any) come too late to count.
         scope.abort(reason); // (already) aborted: its servers are being stopped
         const neverStarted = !startedHere;
-        undecided(reason.startsWith('target failed to start') && neverStarted ? couldNotRun(reason) : { status: 'error', message: reason });
+        const hint: Hint | undefined = scenarioTimedOut ? 'scenario-timeout' : reason === runExpired ? 'run-timeout' : undefined;
+        const given: Verdict = { status: 'error', message: reason, ...(hint ? { hint } : {}) };
+        undecided(reason.startsWith('target failed to start') && neverStarted ? couldNotRun(reason) : given);
         for (const check of scenario.checks) {
           const verdict = verdicts.get(check.id);
-          if (verdict && verdict.status !== 'skip') verdicts.set(check.id, { status: 'error', message: reason });
+          if (verdict && verdict.status !== 'skip') verdicts.set(check.id, given);
         }
       }
       if (scenario.isControl && job.transport === 'stdio') control.publish({ works: false, detail: reason ?? 'the control scenario did not finish' });
@@ -398,7 +395,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   };
 
   const runTimer = setTimeout(() => {
-    runExpired = `the run timeout (${seconds(runTimeoutMs)}, --run-timeout) expired`;
+    runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
     runScope.abort(runExpired);
   }, runTimeoutMs);
   try {
@@ -422,10 +419,14 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.
     // Now every call of every scenario is judged against everything its observers recorded.
     await Promise.all([...logsByJob.values()].map((log) => judgeCalls(log)));
-    applyFindings([...resultsByJob.values()].flat(), [...logsByJob.values()].flatMap((l) => l.findings), plan.options.strict);
+    applyFindings(
+      [...resultsByJob.values()].flat(),
+      [...logsByJob.values()].flatMap((l) => l.findings),
+      plan.options.strict,
+    );
     forgetMarker();
     rmSync(root, { recursive: true, force: true });
-    liveRunDirs.delete(root);
+    forgetRoot();
   }
   // Report order follows the scenario list, whatever order they finished in.
   report.results = jobs.flatMap((job) => resultsByJob.get(job) ?? []);
@@ -456,9 +457,9 @@ async function runWithConnection(
 
   // Checks whose needs the target cannot meet are decided here, before the scenario acts.
   const unmet = (check: CheckDef): Verdict | undefined => {
-    if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '');
+    if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '', 'exec-adapter');
     if (check.needs.includes('opt-in') && !optedIn) {
-      return couldNotRun(NOT_OPTED_IN);
+      return didNotOptIn();
     }
     return undefined;
   };
@@ -507,7 +508,13 @@ async function runWithConnection(
         await fresh.connection.close().catch(() => undefined);
       }
       const observations = await fresh.observers.read();
-      const findings = monitor({ calls: own.calls, observations, launcherName: (path) => fresh.observers.launcherName(path), trapOwners: own.trapOwners, canonical: CANONICAL });
+      const findings = monitor({
+        calls: own.calls,
+        observations,
+        launcherName: (path) => fresh.observers.launcherName(path),
+        trapOwners: own.trapOwners,
+        canonical: CANONICAL,
+      });
       await fresh.remove();
       return { value, error, calls: own.calls, observations, findings };
     },
@@ -517,11 +524,13 @@ async function runWithConnection(
     decided = await scenario.run(ctx);
   } finally {
     // Spares no run took: stopped and removed.
-    await Promise.all(spares.splice(0).map(async (spare) => {
-      const unused = await spare.catch(() => undefined);
-      await unused?.connection.close().catch(() => undefined);
-      await unused?.remove();
-    }));
+    await Promise.all(
+      spares.splice(0).map(async (spare) => {
+        const unused = await spare.catch(() => undefined);
+        await unused?.connection.close().catch(() => undefined);
+        await unused?.remove();
+      }),
+    );
   }
   // Our own call rejected as invalid (a schema error, an unknown tool) says nothing of the server's
   // sandboxing: the checks it fed could not run. Only calls that should have run count: a
@@ -529,7 +538,7 @@ async function runWithConnection(
   const rejected = log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
   for (const check of scenario.checks) {
     if (rejected && exec && check.needs.includes('exec') && !verdicts.has(check.id)) {
-      verdicts.set(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)} (the suite used the ${adapterDescription(exec)}; name the tool and its arguments with --exec-tool and --exec-args, or "exec" in the config)`));
+      verdicts.set(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)}`, undefined, 'exec-adapter'));
     }
   }
   for (const [id, verdict] of decided) if (!verdicts.has(id)) verdicts.set(id, verdict);
@@ -601,7 +610,14 @@ async function judgeCalls(log: MonitorLog): Promise<void> {
   const observers = log.observers;
   if (!observers || log.calls.length + log.trapOwners.size === 0) return;
   const observations = await observers.read().catch(() => undefined);
-  if (observations) log.findings = monitor({ calls: log.calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners: log.trapOwners, canonical: CANONICAL });
+  if (observations)
+    log.findings = monitor({
+      calls: log.calls,
+      observations,
+      launcherName: (path) => observers.launcherName(path),
+      trapOwners: log.trapOwners,
+      canonical: CANONICAL,
+    });
 }
 
 const MAX_FINDINGS_SHOWN = 12;
@@ -633,7 +649,8 @@ function applyFindings(results: CheckResult[], findings: Finding[], strict: bool
     const first = list[0]!;
     result.status = result.level === 'MUST' || (result.level === 'SHOULD' && strict) ? 'fail' : 'warn';
     delete result.reason;
-    result.message = list.length === 1 ? first.message : `${first.message} (and ${list.length - 1} more finding${list.length === 2 ? '' : 's'} of the sandbox monitor)`;
+    result.message =
+      list.length === 1 ? first.message : `${first.message} (and ${list.length - 1} more finding${list.length === 2 ? '' : 's'} of the sandbox monitor)`;
     result.expected = first.expected;
     result.actual = first.actual;
     // The first finding is the message; the others follow the diff, one line each.
@@ -676,8 +693,15 @@ function toResult(
         ...(decided.counterexample ? { counterexample: decided.counterexample } : {}),
       };
     case 'skip':
-      return { ...base, status: 'skip', reason: decided.reason, message: decided.message, ...(decided.blockedBy ? { blockedBy: decided.blockedBy } : {}) };
+      return {
+        ...base,
+        status: 'skip',
+        reason: decided.reason,
+        message: decided.message,
+        ...(decided.blockedBy ? { blockedBy: decided.blockedBy } : {}),
+        ...(decided.hint ? { hint: decided.hint } : {}),
+      };
     case 'error':
-      return { ...base, status: 'error', message: decided.message };
+      return { ...base, status: 'error', message: decided.message, ...(decided.hint ? { hint: decided.hint } : {}) };
   }
 }

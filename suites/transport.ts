@@ -9,7 +9,7 @@ export const httpFailsClosed: CheckDef = {
   summary:
     'Codex sends both state keys over Streamable HTTP but never a launcher: the endpoint shares no filesystem with the host. With no launcher the server must answer with an error and run nothing (no PATH search, no unsandboxed run), unless its operator opted out. Source: CONTRACT.md §2 and §3 HTTP-1.',
   observes:
-    'Over HTTP, one call with both state keys and no launcher (what Codex sends there) must get an error response, with no launch carrying its nonce, no execution record of its probe and no trap invocation, and the stdio control must show the tool runs commands otherwise. Since no call over HTTP carries usable authority, the monitor charges here every launch and execution tied to any call made over HTTP in the run (AUTH-1\'s included); trap invocations go to the call\'s own check.',
+    "Over HTTP, one call with both state keys and no launcher (what Codex sends there) must get an error response, with no launch carrying its nonce, no execution record of its probe and no trap invocation, and the stdio control must show the tool runs commands otherwise. Since no call over HTTP carries usable authority, the monitor charges here every launch and execution tied to any call made over HTTP in the run (AUTH-1's included); trap invocations go to the call's own check.",
   why: 'An HTTP server that runs commands anyway runs every model command outside the sandbox.',
   typicalMistake: 'Treating a missing launcher over HTTP as "no sandbox needed" and running the command directly.',
   fix: 'Apply the same launcher validation over HTTP as over stdio; with no launcher, refuse.',
@@ -55,7 +55,9 @@ const httpIgnoresLauncherScenario = singleCheckScenario(
       });
     }
     const facts = await ctx.control();
-    return facts.works ? pass() : couldNotRun(`not executing proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
+    return facts.works
+      ? pass()
+      : couldNotRun(`not executing proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
   },
   ['http'],
 );

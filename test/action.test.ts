@@ -129,12 +129,27 @@ const workspace = (name: string) => {
   return dir;
 };
 /** Files an injected `touch pwned...` would have created, anywhere the scripts ran. */
-const pwned = (...dirs: string[]) => dirs.flatMap((dir) => readdirSync(dir).filter((name) => name.startsWith('pwned')).map((name) => join(dir, name)));
+const pwned = (...dirs: string[]) =>
+  dirs.flatMap((dir) =>
+    readdirSync(dir)
+      .filter((name) => name.startsWith('pwned'))
+      .map((name) => join(dir, name)),
+  );
 
 describe('action.yml, statically', () => {
   test('a composite action with the documented inputs and outputs', () => {
     expect(action.runs.using).toBe('composite');
-    expect(Object.keys(action.inputs).sort()).toEqual(['baseline', 'config', 'fail-on', 'http-command', 'reporters', 'server', 'url', 'version', 'working-directory']);
+    expect(Object.keys(action.inputs).sort()).toEqual([
+      'baseline',
+      'config',
+      'fail-on',
+      'http-command',
+      'reporters',
+      'server',
+      'url',
+      'version',
+      'working-directory',
+    ]);
     expect(Object.keys(action.outputs).sort()).toEqual(['failed', 'junit', 'passed', 'report-json', 'skipped', 'xfail']);
   });
   test('no expression inside a script: inputs arrive through env only', () => {
@@ -189,7 +204,11 @@ describe('action.yml, run as GitHub would', () => {
     mutantReport = report;
     expect(Number(run.outputs.failed)).toBe(report.summary.failed);
     expect(Number(run.outputs.failed)).toBeGreaterThanOrEqual(1);
-    expect(annotations(run.stdout)).toContainEqual(expect.stringMatching(/^::error title=forwarding\/state-unchanged( \(stdio\))?::FWD-2 \(MUST\): (forwarding\/codex-call call #1: )?the forwarded state differs/));
+    expect(annotations(run.stdout)).toContainEqual(
+      expect.stringMatching(
+        /^::error title=forwarding\/state-unchanged( \(stdio\))?::FWD-2 \(MUST\): (forwarding\/codex-call call #1: )?the forwarded state differs/,
+      ),
+    );
     expect(run.summary).toMatch(/^## ❌ MCP sandbox conformance: /);
     expect(run.summary).toMatch(/^#### ❌ FAIL `forwarding\/state-unchanged/m);
     // The reporter values reached the CLI as plain words: files with those literal names, nothing run.
@@ -202,10 +221,15 @@ describe('action.yml, run as GitHub would', () => {
     const cwd = workspace('baseline');
     const failing = mutantReport.checks.filter((c) => c.status === 'fail' || c.status === 'warn');
     writeFileSync(join(cwd, 'baseline.yml'), YAML.stringify({ expectedFailures: failing.map((c) => ({ id: c.id, transport: c.transport, reason: 'known' })) }));
-    const run = await runAction({ server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, baseline: 'baseline.yml', 'working-directory': cwd }, { cwd });
+    const run = await runAction(
+      { server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, baseline: 'baseline.yml', 'working-directory': cwd },
+      { cwd },
+    );
     // A check blocked by a failure the baseline now expects does not make the run incomplete.
     const expected = new Set(failing.map((c) => c.id));
-    const incomplete = mutantReport.checks.some((c) => c.status === 'error' || (c.status === 'skip' && c.skipReason === 'could-not-run' && !(c.blockedBy && expected.has(c.blockedBy))));
+    const incomplete = mutantReport.checks.some(
+      (c) => c.status === 'error' || (c.status === 'skip' && c.skipReason === 'could-not-run' && !(c.blockedBy && expected.has(c.blockedBy))),
+    );
     expect(run.code).toBe(incomplete ? 3 : 0);
     expect(run.outputs).toMatchObject({ failed: '0', xfail: String(failing.length) });
     expect(annotations(run.stdout).filter((l) => l.startsWith('::error'))).toEqual([]);
@@ -218,7 +242,23 @@ describe('action.yml, run as GitHub would', () => {
     // node is asked to run a file named '"$(touch': the target fails to start (exit 4), and says so.
     expect(run.code).toBe(4);
     const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
-    expect(report.target.command).toEqual(['node', '"$(touch', 'pwned1)"', '`touch', 'pwned2`', ';', 'touch', 'pwned3', '&&', 'touch', 'pwned4', '|', 'tee', 'pwned5', '$HOME']);
+    expect(report.target.command).toEqual([
+      'node',
+      '"$(touch',
+      'pwned1)"',
+      '`touch',
+      'pwned2`',
+      ';',
+      'touch',
+      'pwned3',
+      '&&',
+      'touch',
+      'pwned4',
+      '|',
+      'tee',
+      'pwned5',
+      '$HOME',
+    ]);
   });
 
   test('config and baseline inputs holding shell syntax are plain paths', async () => {
@@ -267,7 +307,11 @@ describe('action.yml, run as GitHub would', () => {
     expect(argv).toContain('--config=--http-command=touch pwned13');
     expect(argv).toContain('--baseline=-x.yml');
     expect(argv).not.toContain('--http-command=touch pwned13');
-    expect(argv.filter((a) => a.startsWith('--reporter=') && !a.includes(cwd) && a !== '--reporter=github' && !/=(json|junit|markdown)=/.test(a))).toEqual(['--reporter=html=a.html', '--reporter=html=b', '--reporter=b.html']);
+    expect(argv.filter((a) => a.startsWith('--reporter=') && !a.includes(cwd) && a !== '--reporter=github' && !/=(json|junit|markdown)=/.test(a))).toEqual([
+      '--reporter=html=a.html',
+      '--reporter=html=b',
+      '--reporter=b.html',
+    ]);
     expect(argv.slice(argv.indexOf('--'))).toEqual(['--', 'node', 'server.mjs', '--stdio', '--verbose']);
     expect(pwned(cwd, scratch, root)).toEqual([]);
   });

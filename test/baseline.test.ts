@@ -35,7 +35,10 @@ const r = (id: string, status: Status, transport: 'stdio' | 'http' = 'stdio'): C
 
 describe('reading a baseline: anything wrong is a usage error', () => {
   test('YAML and JSON, with globs and an optional transport', () => {
-    const yaml = file('ok.yml', 'version: 1\nexpectedFailures:\n  - id: launcher/*\n    reason: "tracked: #1"\n  - id: capability/advertised\n    reason: r\n    transport: http\n');
+    const yaml = file(
+      'ok.yml',
+      'version: 1\nexpectedFailures:\n  - id: launcher/*\n    reason: "tracked: #1"\n  - id: capability/advertised\n    reason: r\n    transport: http\n',
+    );
     expect(loadBaseline(yaml).entries).toEqual([
       { id: 'launcher/*', reason: 'tracked: #1' },
       { id: 'capability/advertised', reason: 'r', transport: 'http' },
@@ -156,7 +159,9 @@ describe('--update-baseline, as a function', () => {
     expect(updated).toEqual([
       { id: 'launcher/absent-fails-closed', reason: 'launcher work, #7' },
       // The glob's other checks did not run this time: they keep their reason, now one by one.
-      ...launcherIds.filter((id) => id !== 'launcher/absent-fails-closed' && id !== 'launcher/not-an-object').map((id) => ({ id, reason: 'launcher work, #7' })),
+      ...launcherIds
+        .filter((id) => id !== 'launcher/absent-fails-closed' && id !== 'launcher/not-an-object')
+        .map((id) => ({ id, reason: 'launcher work, #7' })),
       { id: 'aliases/*', reason: 'not run this time' },
       { id: 'capability/advertised', reason: PLACEHOLDER_REASON, transport: 'stdio' },
       { id: 'capability/current-name', reason: PLACEHOLDER_REASON },
@@ -192,7 +197,9 @@ describe('the round trip through the CLI', () => {
     // 3. Updating again keeps the reason.
     const again = await runCli(['--baseline', baseline, '--update-baseline', ...mutant]);
     expect(again.code).toBe(0);
-    expect(YAML.parse(readFileSync(baseline, 'utf8')).expectedFailures).toEqual([{ id: 'forwarding/state-unchanged', reason: 'waiting on the typed-state rewrite, #42' }]);
+    expect(YAML.parse(readFileSync(baseline, 'utf8')).expectedFailures).toEqual([
+      { id: 'forwarding/state-unchanged', reason: 'waiting on the typed-state rewrite, #42' },
+    ]);
 
     // 4. The reference server passes the check: the entry is stale and the run fails, naming it.
     const stale = await runCli(['--baseline', baseline, ...reference]);
@@ -215,14 +222,22 @@ describe('the round trip through the CLI', () => {
     const doc = JSON.parse(run.stdout);
     expect(doc.summary).toMatchObject({ xpass: 1, failed: 0 });
     expect(doc.baseline.staleEntries).toEqual([{ id: 'forwarding/state-*', reason: 'known' }]);
-    expect(doc.checks.find((c: { id: string }) => c.id === 'forwarding/state-unchanged')).toMatchObject({ status: 'xpass', baseline: { id: 'forwarding/state-*', was: 'pass' } });
+    expect(doc.checks.find((c: { id: string }) => c.id === 'forwarding/state-unchanged')).toMatchObject({
+      status: 'xpass',
+      baseline: { id: 'forwarding/state-*', was: 'pass' },
+    });
   });
 
   test('an entry that names no check fails an otherwise green run', async () => {
-    const path = file('unknown.yml', 'expectedFailures:\n  - id: forwarding/state-unchanged\n    reason: known\n  - id: forwarding/no-such-check\n    reason: typo\n');
+    const path = file(
+      'unknown.yml',
+      'expectedFailures:\n  - id: forwarding/state-unchanged\n    reason: known\n  - id: forwarding/no-such-check\n    reason: typo\n',
+    );
     const run = await runCli(['--baseline', path, '--reporter', 'github', ...mutant]);
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain(`::error title=baseline ${path.replace(/:/g, '%3A').replace(/,/g, '%2C')}::the entry "forwarding/no-such-check" names no check`);
+    expect(run.stdout).toContain(
+      `::error title=baseline ${path.replace(/:/g, '%3A').replace(/,/g, '%2C')}::the entry "forwarding/no-such-check" names no check`,
+    );
     expect(run.stderr).toContain(`Baseline entries in ${path} that name no check`);
   });
 
@@ -230,7 +245,10 @@ describe('the round trip through the CLI', () => {
     const path = join(scratch, 'new.json');
     const run = await runCli(['--baseline', path, '--update-baseline', ...mutant]);
     expect(run.code).toBe(0);
-    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ version: 1, expectedFailures: [{ id: 'forwarding/state-unchanged', reason: PLACEHOLDER_REASON }] });
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({
+      version: 1,
+      expectedFailures: [{ id: 'forwarding/state-unchanged', reason: PLACEHOLDER_REASON }],
+    });
   });
 
   test.each([
@@ -249,8 +267,15 @@ describe('a baseline for the control failure: the checks it blocked do not make 
   // sends) carries both: launcher/runs-given-executable fails and most exec checks could not run,
   // blocked by it (the session checks too: opening the session is refused for the same reason).
   const args = (...extra: string[]) => [
-    '--config', referenceConfig, '--skip', 'catalog/*', ...extra,
-    '--', process.execPath, mutantsServer, 'rejects-both-keys',
+    '--config',
+    referenceConfig,
+    '--skip',
+    'catalog/*',
+    ...extra,
+    '--',
+    process.execPath,
+    mutantsServer,
+    'rejects-both-keys',
   ];
   const dir = join(scratch, 'blocked');
   const baseline = join(dir, 'b.yml');
@@ -280,7 +305,9 @@ describe('a baseline for the control failure: the checks it blocked do not make 
     expect(lastLine(rerun.stdout)).toMatch(/^\d+ passed, 0 failed, \d+ skipped, 1 expected failure$/);
     const doc = JSON.parse(readFileSync(join(dir, 'rerun.json'), 'utf8'));
     expect(doc.exitCode).toBe(0);
-    expect(doc.checks.filter((c: { blockedBy?: string }) => c.blockedBy).every((c: { blockedByExpectedFailure: boolean }) => c.blockedByExpectedFailure)).toBe(true);
+    expect(doc.checks.filter((c: { blockedBy?: string }) => c.blockedBy).every((c: { blockedByExpectedFailure: boolean }) => c.blockedByExpectedFailure)).toBe(
+      true,
+    );
     expect(readdirSync(tmp.TMPDIR)).toEqual([]);
   }, 600_000);
 });

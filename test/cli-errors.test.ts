@@ -44,11 +44,17 @@ async function expectUsageError(args: string[], message: RegExp): Promise<string
 
 describe('output paths are checked before anything runs', () => {
   test.each([
-    [['--reporter', `json=${join(scratch, 'no/such/dir/report.json')}`], /^mcp-sandbox-conformance: --reporter json=\S+no\/such\/dir\/report\.json: its directory \S+ does not exist$/],
+    [
+      ['--reporter', `json=${join(scratch, 'no/such/dir/report.json')}`],
+      /^mcp-sandbox-conformance: --reporter json=\S+no\/such\/dir\/report\.json: its directory \S+ does not exist$/,
+    ],
     [['--reporter', `junit=${aDir}`], /--reporter junit=\S+a-dir: is a directory, not a file$/],
     [['--reporter', `html=${join(aFile, 'x.html')}`], /--reporter html=\S+a-file\/x\.html: .*not a directory/],
     [['--reporter', `markdown=${join(unwritable, 'summary.md')}`], /--reporter markdown=\S+summary\.md: its directory \S+ is not writable$/],
-    [['--reporter', `json=${join(scratch, 'same')}`, '--reporter', `junit=${join(scratch, 'same')}`], /--reporter junit=\S+same: --reporter json writes that file too/],
+    [
+      ['--reporter', `json=${join(scratch, 'same')}`, '--reporter', `junit=${join(scratch, 'same')}`],
+      /--reporter junit=\S+same: --reporter json writes that file too/,
+    ],
     [['--transcripts', join(scratch, 'missing/parent/dir')], /--transcripts \S+missing\/parent\/dir: its parent directory \S+ does not exist$/],
     [['--transcripts', aFile], /--transcripts \S+a-file: is not a directory$/],
     [['--transcripts', join(unwritable, 'transcripts')], /--transcripts \S+: its parent directory \S+ is not writable$/],
@@ -75,6 +81,12 @@ describe('bad values: exit 2, one line naming the flag', () => {
     [['--call-timeout', 'soon'], /--call-timeout must be a positive number of seconds, not NaN/],
     [['--cwd', join(scratch, 'no-such-dir')], /--cwd \S+no-such-dir: no such directory$/],
     [['--cwd', aFile], /--cwd \S+a-file: not a directory$/],
+    [['--explore', '1.5'], /--explore must be a whole number from 0 to 1000000, not 1\.5/],
+    [['--explore', '-1'], /--explore must be a whole number/],
+    [['--explore-seed', '99999999999'], /--explore-seed must be a 32-bit whole number/],
+    [['--explore-time', '0'], /--explore-time must be a positive number of seconds, not 0/],
+    [['--replay', 'nonsense'], /--replay expects <seed:path> as a report prints it/],
+    [['--no-explore', '--replay', '1:0'], /--replay needs exploration on/],
   ])('%j', async (args, message) => {
     await expectUsageError(args, message);
   });
@@ -84,10 +96,17 @@ describe('bad values: exit 2, one line naming the flag', () => {
     writeFileSync(config, JSON.stringify({ callTimeoutSec: 1e12 }));
     await expectUsageError(['--config', config], /"callTimeoutSec" is too large for a timer/);
   });
-  test('the config\'s cwd must exist', async () => {
+  test("the config's cwd must exist", async () => {
     const config = join(scratch, 'bad-cwd.json');
     writeFileSync(config, JSON.stringify({ cwd: join(scratch, 'nowhere') }));
     await expectUsageError(['--config', config], /the config's "cwd" \S+nowhere: no such directory/);
+  });
+  test('exploration settings in the config file', async () => {
+    const config = join(scratch, 'bad-explore.json');
+    writeFileSync(config, JSON.stringify({ explore: { sequences: 10, seeds: 3 } }));
+    await expectUsageError(['--config', config], /"explore": "seeds" is not known/);
+    writeFileSync(config, JSON.stringify({ explore: true }));
+    await expectUsageError(['--config', config], /"explore" must be false or \{"sequences": N/);
   });
   // --url with credentials is no user error: they become an Authorization header (test/http-headers.test.ts).
 });
@@ -141,7 +160,7 @@ describe('a closed stdout', () => {
   test.each([
     ['the human report', ['--only', 'capability/*', referenceServer], 0],
     ['a JSON report of a failing run', ['--reporter', 'json', '--only', 'forwarding/*', '--', process.execPath, mutantsServer, 'drops-unknown-fields'], 1],
-  ] as const)('%s: ends quietly with the run\'s exit code', async (_, args, exitCode) => {
+  ] as const)("%s: ends quietly with the run's exit code", async (_, args, exitCode) => {
     const run = await closedAfterFirstLine([...args]);
     expect(run.firstLine).not.toBe('');
     expect(run.code, run.stderr).toBe(exitCode);

@@ -14,9 +14,9 @@ const scratch = mkdtempSync(join(tmpdir(), 'msc-cli-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('a run', () => {
-  test('the reference server over stdio and HTTP: exit 0, a line per check, the tally alone on the last line', async () => {
+  test('the reference server over stdio and HTTP, as a default run (exploration on): exit 0, a line per check, the tally alone on the last line', async () => {
     const httpCommand = `${process.execPath} ${referenceServer} --http --port {port}`;
-    const { code, stdout } = await cli(['--config', referenceConfig, '--http-command', httpCommand, referenceServer]);
+    const { code, stdout } = await cli(['--config', referenceConfig, '--http-command', httpCommand, referenceServer], { explore: true });
     expect(code).toBe(0);
     const realCodexOnly = allChecks.filter((c) => c.needs.includes('codex'));
     for (const check of allChecks) {
@@ -123,7 +123,7 @@ describe('bad input: one line, exit 2', () => {
     [['--only', 'zzz/*', referenceServer], /leave no check/],
     [['--env', 'NOVALUE', referenceServer], /NAME=VALUE/],
     [[], /no server given/],
-    [["explain", "no/such-check"], /unknown check or rule/],
+    [['explain', 'no/such-check'], /unknown check or rule/],
   ])('%j', async (args, message) => {
     const { code, stderr } = await cli(args as string[]);
     expect(code).toBe(2);
@@ -167,7 +167,9 @@ describe('nothing is left behind', () => {
     expect(stdout).toMatch(/PASS\s+capability\/advertised/);
     expect(readdirSync(tmp)).toEqual([]);
     const { execFileSync } = await import('node:child_process');
-    const sleepers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() === `sleep ${sleep}`);
+    const sleepers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.trim() === `sleep ${sleep}`);
     expect(sleepers).toEqual([]);
   });
   test.each([
@@ -175,7 +177,9 @@ describe('nothing is left behind', () => {
     ['SIGHUP', 129],
   ] as const)('%s stops the servers, removes the temp dir and exits %i', async (signal, exitCode) => {
     const tmp = privateTmp();
-    const child = spawn(process.execPath, [cliPath, '--startup-timeout', '30', chaosServer, 'never-initializes'], { env: { ...process.env, NO_COLOR: '1', TMPDIR: tmp } });
+    const child = spawn(process.execPath, [cliPath, '--startup-timeout', '30', chaosServer, 'never-initializes'], {
+      env: { ...process.env, NO_COLOR: '1', TMPDIR: tmp },
+    });
     let stderr = '';
     child.stderr.on('data', (c) => (stderr += c));
     // Interrupt once the run is under way: its server is up.
@@ -199,7 +203,22 @@ describe('discoverability', () => {
   test('--help documents every flag', async () => {
     const { code, stdout } = await cli(['--help']);
     expect(code).toBe(0);
-    for (const flag of ['--exec-tool', '--exec-args', '--config', '--env', '--cwd', '--assume-opt-in', '--startup-timeout', '--call-timeout', '--jobs', '--only', '--skip', '--strict', '--fail-on', '--color']) {
+    for (const flag of [
+      '--exec-tool',
+      '--exec-args',
+      '--config',
+      '--env',
+      '--cwd',
+      '--assume-opt-in',
+      '--startup-timeout',
+      '--call-timeout',
+      '--jobs',
+      '--only',
+      '--skip',
+      '--strict',
+      '--fail-on',
+      '--color',
+    ]) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toMatch(/Exit codes: 0 conformant, 1 violations, 2 usage/);

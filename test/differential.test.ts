@@ -2,13 +2,30 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { codexSandboxEntries, codexState, LAUNCHER_KEY, sandboxModeOf, STATE_KEY, STATE_KEY_DEPRECATED, type StateProfile, type Transport } from '../harness/codex-wire.js';
+import {
+  codexSandboxEntries,
+  codexState,
+  LAUNCHER_KEY,
+  sandboxModeOf,
+  STATE_KEY,
+  STATE_KEY_DEPRECATED,
+  type StateProfile,
+  type Transport,
+} from '../harness/codex-wire.js';
 import { AppServerClient } from '../harness/host-mode/app-server.js';
 import { writeConfig, type HostConfig } from '../harness/host-mode/codex-config.js';
 import { compareCaptures, type Capture } from '../harness/host-mode/differential.js';
 import { observeExec } from '../harness/host-mode/drive.js';
 import { hostProgram } from '../harness/host-mode/host-program.js';
-import { RECORDING_RESOURCE, RECORDING_SERVER, RECORDING_TOOL, readRecording, startRecordingServer, type Capability, type RecordedMessage } from '../harness/host-mode/recording.js';
+import {
+  RECORDING_RESOURCE,
+  RECORDING_SERVER,
+  RECORDING_TOOL,
+  readRecording,
+  startRecordingServer,
+  type Capability,
+  type RecordedMessage,
+} from '../harness/host-mode/recording.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { connect, type Target } from '../harness/target.js';
 import { sandboxOptIn } from '../suites/runner.js';
@@ -41,7 +58,11 @@ interface ExecCaptures {
   plain: Capture;
 }
 const key = (transport: Transport, profile: StateProfile) => `${transport} ${profile}`;
-const SETTINGS: [Transport, StateProfile][] = [['stdio', 'workspace-write'], ['http', 'workspace-write'], ...PROFILES.slice(1).map((p): [Transport, StateProfile] => ['stdio', p])];
+const SETTINGS: [Transport, StateProfile][] = [
+  ['stdio', 'workspace-write'],
+  ['http', 'workspace-write'],
+  ...PROFILES.slice(1).map((p): [Transport, StateProfile] => ['stdio', p]),
+];
 const realExec = new Map<string, ExecCaptures>();
 const fakeExec = new Map<string, ExecCaptures>();
 let realApp: Capture | undefined;
@@ -73,7 +94,14 @@ function fakeDirs(label: string) {
 }
 
 /** The fake host as the suite drives it: `calls` model-style tools/calls, with sandbox entries only if the server opted in. */
-async function fakeCalls(transport: Transport, capability: Capability, calls: number, profile: StateProfile, state: Record<string, unknown>, dirs: ReturnType<typeof fakeDirs>): Promise<RecordedMessage[]> {
+async function fakeCalls(
+  transport: Transport,
+  capability: Capability,
+  calls: number,
+  profile: StateProfile,
+  state: Record<string, unknown>,
+  dirs: ReturnType<typeof fakeDirs>,
+): Promise<RecordedMessage[]> {
   const log = join(dirs.dir, `rec-${capability}.jsonl`);
   const connection = await connect(recordingTarget(transport, log, capability), dirs.trap, 30_000);
   // The policy in force, which the turn metadata names also on calls that carry no state.
@@ -161,7 +189,9 @@ beforeAll(async () => {
   for (const [transport, profile] of SETTINGS) {
     const started = Date.now();
     const observation = await observeExec({ host, transport, timeoutMs: 120_000, tmpParent: scratch, ...PROFILE_CONFIG[profile] });
-    timings.push(`real Codex exec, ${key(transport, profile)}: ${observation.durationMs} ms${observation.problems.length ? ` (${observation.problems.join('; ')})` : ''}`);
+    timings.push(
+      `real Codex exec, ${key(transport, profile)}: ${observation.durationMs} ms${observation.problems.length ? ` (${observation.problems.join('; ')})` : ''}`,
+    );
     const paths = { workspace: observation.workspace, codex: codexPath };
     realExec.set(key(transport, profile), {
       optedIn: { transport, records: observation.records, paths },
@@ -211,12 +241,15 @@ function plant(capture: Capture, method: string, nth: number, edit: Edit): Captu
 const metaOf = (message: RecordedMessage['message']) => (message.params as { _meta: Record<string, unknown> })._meta;
 const stateOf = (message: RecordedMessage['message']) => metaOf(message)[STATE_KEY] as Record<string, unknown>;
 /** Both state keys edited alike: the two-keys check stays quiet, the state comparison must speak. */
-const editState = (edit: (state: Record<string, unknown>) => Record<string, unknown>): Edit => (message) => {
-  const meta = metaOf(message);
-  meta[STATE_KEY] = edit(meta[STATE_KEY] as Record<string, unknown>);
-  meta[STATE_KEY_DEPRECATED] = structuredClone(meta[STATE_KEY]);
-};
-const renameKey = (object: Record<string, unknown>, from: string, to: string) => Object.fromEntries(Object.entries(object).map(([k, v]) => [k === from ? to : k, v]));
+const editState =
+  (edit: (state: Record<string, unknown>) => Record<string, unknown>): Edit =>
+  (message) => {
+    const meta = metaOf(message);
+    meta[STATE_KEY] = edit(meta[STATE_KEY] as Record<string, unknown>);
+    meta[STATE_KEY_DEPRECATED] = structuredClone(meta[STATE_KEY]);
+  };
+const renameKey = (object: Record<string, unknown>, from: string, to: string) =>
+  Object.fromEntries(Object.entries(object).map(([k, v]) => [k === from ? to : k, v]));
 const reorder = (object: Record<string, unknown>, first: string) => ({ [first]: object[first], ...object });
 const entriesOf = (state: Record<string, unknown>) => (state.permissionProfile as { file_system: { entries: unknown[] } }).file_system.entries;
 
@@ -225,7 +258,8 @@ describe('the comparison can fail (planted differences in a copy of our own capt
   const ours = new Map<string, ExecCaptures>();
   let app: Capture;
   beforeAll(async () => {
-    for (const [transport, profile] of SETTINGS) ours.set(key(transport, profile), fakeExec.get(key(transport, profile)) ?? (await captureFakeExec(transport, profile)));
+    for (const [transport, profile] of SETTINGS)
+      ours.set(key(transport, profile), fakeExec.get(key(transport, profile)) ?? (await captureFakeExec(transport, profile)));
     app = fakeApp ?? (await captureFakeApp());
   }, 120_000);
   const stdio = () => ours.get(key('stdio', 'workspace-write'))!.optedIn;
@@ -244,61 +278,162 @@ describe('the comparison can fail (planted differences in a copy of our own capt
     found(stdio(), planted, 'number of tools/call');
   });
   test('a host-owned value that differs is reported (progressToken, turn metadata, how the ids relate)', () => {
-    found(stdio(), plant(stdio(), 'tools/call', 2, (m) => (metaOf(m).progressToken = 7)), 'tools/call 2: _meta["progressToken"]');
-    found(stdio(), plant(stdio(), 'tools/call', 1, (m) => ((metaOf(m)['x-codex-turn-metadata'] as Record<string, unknown>).sandbox_mode = 'read-only')), 'tools/call 1: turn metadata values');
-    found(stdio(), plant(stdio(), 'tools/call', 1, (m) => (metaOf(m).sessionId = 'another')), 'tools/call 1: relations between host-owned entries');
+    found(
+      stdio(),
+      plant(stdio(), 'tools/call', 2, (m) => (metaOf(m).progressToken = 7)),
+      'tools/call 2: _meta["progressToken"]',
+    );
+    found(
+      stdio(),
+      plant(stdio(), 'tools/call', 1, (m) => ((metaOf(m)['x-codex-turn-metadata'] as Record<string, unknown>).sandbox_mode = 'read-only')),
+      'tools/call 1: turn metadata values',
+    );
+    found(
+      stdio(),
+      plant(stdio(), 'tools/call', 1, (m) => (metaOf(m).sessionId = 'another')),
+      'tools/call 1: relations between host-owned entries',
+    );
   });
   test('the state: field order, value types and contents are each reported, per profile', () => {
     const label = 'the state (contents, value types and key order';
-    found(stdio(), plant(stdio(), 'tools/call', 2, editState((s) => reorder(s, 'sandboxCwd'))), `tools/call 2: ${label}`);
-    found(stdio(), plant(stdio(), 'tools/call', 1, editState((s) => ({ ...s, useMxc: 'false' }))), label);
-    found(stdio(), plant(stdio(), 'tools/call', 1, editState((s) => (entriesOf(s).splice(3, 1), s))), label); // tmpdir left out
+    found(
+      stdio(),
+      plant(
+        stdio(),
+        'tools/call',
+        2,
+        editState((s) => reorder(s, 'sandboxCwd')),
+      ),
+      `tools/call 2: ${label}`,
+    );
+    found(
+      stdio(),
+      plant(
+        stdio(),
+        'tools/call',
+        1,
+        editState((s) => ({ ...s, useMxc: 'false' })),
+      ),
+      label,
+    );
+    found(
+      stdio(),
+      plant(
+        stdio(),
+        'tools/call',
+        1,
+        editState((s) => (entriesOf(s).splice(3, 1), s)),
+      ),
+      label,
+    ); // tmpdir left out
     for (const profile of PROFILES) {
       const capture = ours.get(key('stdio', profile))!.optedIn;
       const network = editState((s) => ({ ...s, permissionProfile: { ...(s.permissionProfile as object), network: 'enabled' } }));
-      const planted = plant(capture, 'tools/call', 1, profile === 'workspace-write-network' ? editState((s) => ({ ...s, permissionProfile: { type: 'disabled' } })) : network);
+      const planted = plant(
+        capture,
+        'tools/call',
+        1,
+        profile === 'workspace-write-network' ? editState((s) => ({ ...s, permissionProfile: { type: 'disabled' } })) : network,
+      );
       found(capture, planted, label);
     }
     // A path of the run that is not its own workspace counts: paths are named, not ignored.
-    found(stdio(), plant(stdio(), 'tools/call', 1, editState((s) => ({ ...s, sandboxCwd: 'file:///elsewhere' }))), label);
+    found(
+      stdio(),
+      plant(
+        stdio(),
+        'tools/call',
+        1,
+        editState((s) => ({ ...s, sandboxCwd: 'file:///elsewhere' })),
+      ),
+      label,
+    );
   });
   test('the canaries are left out of the comparison, and only they', () => {
     expect(Object.keys(stateOf(stdio().records.find((r) => r.message.method === 'tools/call')!.message)).some((k) => k.startsWith('conformance'))).toBe(true);
-    expect(compareCaptures(stdio(), plant(stdio(), 'tools/call', 1, editState((s) => ({ ...s, conformanceExtra: 1 }))))).toEqual([]);
+    expect(
+      compareCaptures(
+        stdio(),
+        plant(
+          stdio(),
+          'tools/call',
+          1,
+          editState((s) => ({ ...s, conformanceExtra: 1 })),
+        ),
+      ),
+    ).toEqual([]);
   });
   test('a launcher added over HTTP is reported', () => {
     const capture = ours.get(key('http', 'workspace-write'))!.optedIn;
-    found(capture, plant(capture, 'tools/call', 1, (m) => (metaOf(m)[LAUNCHER_KEY] = { codexExecutable: codexPath })), 'fake host: launcher present over http');
+    found(
+      capture,
+      plant(capture, 'tools/call', 1, (m) => (metaOf(m)[LAUNCHER_KEY] = { codexExecutable: codexPath })),
+      'fake host: launcher present over http',
+    );
   });
   test('sandbox keys sent to a server that did not opt in are reported', () => {
     const plain = ours.get(key('stdio', 'workspace-write'))!.plain;
-    found(plain, plant(plain, 'tools/call', 1, (m) => (metaOf(m)[STATE_KEY] = {})), 'sandbox keys sent to a server that did not opt in');
+    found(
+      plain,
+      plant(plain, 'tools/call', 1, (m) => (metaOf(m)[STATE_KEY] = {})),
+      'sandbox keys sent to a server that did not opt in',
+    );
   });
   test('different values under the two state keys are reported', () => {
-    found(stdio(), plant(stdio(), 'tools/call', 1, (m) => (metaOf(m)[STATE_KEY_DEPRECATED] = { permissionProfile: { type: 'disabled' } })), 'fake host: the two state keys carry different values');
+    found(
+      stdio(),
+      plant(stdio(), 'tools/call', 1, (m) => (metaOf(m)[STATE_KEY_DEPRECATED] = { permissionProfile: { type: 'disabled' } })),
+      'fake host: the two state keys carry different values',
+    );
   });
   test('a host-owned entry of another type is reported', () => {
-    found(stdio(), plant(stdio(), 'tools/call', 1, (m) => (metaOf(m).progressToken = String(metaOf(m).progressToken))), 'tools/call 1: shape of _meta["progressToken"]');
+    found(
+      stdio(),
+      plant(stdio(), 'tools/call', 1, (m) => (metaOf(m).progressToken = String(metaOf(m).progressToken))),
+      'tools/call 1: shape of _meta["progressToken"]',
+    );
   });
   test('a changed initialize is reported', () => {
     const capture = ours.get(key('http', 'workspace-write'))!.optedIn;
-    found(capture, plant(capture, 'initialize', 1, (m) => ((m.params as Record<string, unknown>).protocolVersion = '2025-11-25')), 'initialize (whole message, key order included)');
+    found(
+      capture,
+      plant(capture, 'initialize', 1, (m) => ((m.params as Record<string, unknown>).protocolVersion = '2025-11-25')),
+      'initialize (whole message, key order included)',
+    );
   });
   test('resource reads: uri before _meta, a token appended instead of overwritten in place, a missing _meta', () => {
     const compare = (planted: Capture) => compareCaptures(app, planted, ['resourceReads']).join('\n');
-    expect(compare(plant(app, 'resources/read', 1, (m) => (m.params = reorder(m.params as Record<string, unknown>, 'uri'))))).toContain('resources/read 1 (whole message');
-    expect(compare(plant(app, 'resources/read', 3, (m) => {
-      const { progressToken, ...rest } = metaOf(m);
-      (m.params as Record<string, unknown>)._meta = { ...rest, progressToken };
-    }))).toContain('resources/read 3 (whole message');
+    expect(compare(plant(app, 'resources/read', 1, (m) => (m.params = reorder(m.params as Record<string, unknown>, 'uri'))))).toContain(
+      'resources/read 1 (whole message',
+    );
+    expect(
+      compare(
+        plant(app, 'resources/read', 3, (m) => {
+          const { progressToken, ...rest } = metaOf(m);
+          (m.params as Record<string, unknown>)._meta = { ...rest, progressToken };
+        }),
+      ),
+    ).toContain('resources/read 3 (whole message');
     expect(compare(plant(app, 'resources/read', 1, (m) => delete (m.params as Record<string, unknown>)._meta))).toContain('resources/read 1');
   });
   test('inventory: an initialize with experimental, a listing left out, another progress token', () => {
     const compare = (planted: Capture) => compareCaptures(app, planted, ['inventory']).join('\n');
     const inventoryInit = (edit: Edit): Capture => plant(app, 'initialize', 2, edit);
-    expect(compare(inventoryInit((m) => ((m.params as { capabilities: Record<string, unknown> }).capabilities = { experimental: { 'codex/auth-change': {} }, elicitation: { form: {}, url: {} } })))).toContain('inventory: initialize');
+    expect(
+      compare(
+        inventoryInit(
+          (m) =>
+            ((m.params as { capabilities: Record<string, unknown> }).capabilities = {
+              experimental: { 'codex/auth-change': {} },
+              elicitation: { form: {}, url: {} },
+            }),
+        ),
+      ),
+    ).toContain('inventory: initialize');
     expect(compare({ ...app, records: app.records.filter((r) => r.message.method !== 'resources/list') })).toContain('inventory: methods');
-    expect(compare({ ...app, records: app.records.filter((r) => r.message.method !== 'resources/templates/list') })).toContain('number of inventory connections');
+    expect(compare({ ...app, records: app.records.filter((r) => r.message.method !== 'resources/templates/list') })).toContain(
+      'number of inventory connections',
+    );
     expect(compare(plant(app, 'resources/list', 1, (m) => (metaOf(m).progressToken = 9)))).toContain('inventory: resource listing progress tokens');
   });
 });

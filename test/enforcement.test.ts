@@ -35,12 +35,18 @@ interface SentState {
 }
 /** The state the fake host sent on the scenario's tools/call (canaries included). */
 const sentState = (result: CheckResult): SentState => {
-  const call = result.transcript.find((e) => e.dir === 'host->server' && (e as { message: { method?: string } }).message.method === 'tools/call') as { message: { params: { _meta: Record<string, unknown> } } };
+  const call = result.transcript.find((e) => e.dir === 'host->server' && (e as { message: { method?: string } }).message.method === 'tools/call') as {
+    message: { params: { _meta: Record<string, unknown> } };
+  };
   return call.message.params._meta['codex/sandbox-state'] as SentState;
 };
 
 const byStatus = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r.status]));
-const statusOf = (results: CheckResult[], status: CheckResult['status']) => results.filter((r) => r.status === status).map((r) => r.id).sort();
+const statusOf = (results: CheckResult[], status: CheckResult['status']) =>
+  results
+    .filter((r) => r.status === status)
+    .map((r) => r.id)
+    .sort();
 
 /** The reference server with one policy function replaced, started inline (no fixture file). */
 const variant = (body: string) => ({
@@ -83,9 +89,16 @@ describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.ve
     expect(outside.message).toMatch(/Read-only file system/);
     // Under Codex's own workspace-write state, which makes /tmp and $TMPDIR writable too.
     const state = sentState(outside);
-    expect(state.permissionProfile.file_system.entries.map((e) => e.path.value?.kind ?? e.path.type)).toEqual(
-      ['root', 'path', 'slash_tmp', 'tmpdir', 'path', 'path', 'path', 'path'],
-    );
+    expect(state.permissionProfile.file_system.entries.map((e) => e.path.value?.kind ?? e.path.type)).toEqual([
+      'root',
+      'path',
+      'slash_tmp',
+      'tmpdir',
+      'path',
+      'path',
+      'path',
+      'path',
+    ]);
     // A path that exists and works as the sandbox's Linux helper: the real codex, as Codex sends its own.
     expect(state.codexLinuxSandboxExe).toBe(realCodex);
     expect(report.results.find((r) => r.id === 'enforcement/no-network')?.message).toMatch(/not permitted|refused|unreachable/i);
@@ -99,7 +112,8 @@ describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.ve
     expect(escape.actual).toMatchObject({ written: true, forwardedToCodex: [{ permissionProfile: { type: 'disabled' } }] });
     // The escape is proven on a directory the state sent does not make writable: outside the workspace, /tmp and $TMPDIR.
     const target = (escape.expected as { fileOutsideWritableRoots: string }).fileOutsideWritableRoots;
-    for (const root of [realpathSync(tmpdir()), realpathSync('/tmp'), fileURLToPath(sentState(escape).sandboxCwd)]) expect(relative(root, target).startsWith('..'), `${target} vs ${root}`).toBe(true);
+    for (const root of [realpathSync(tmpdir()), realpathSync('/tmp'), fileURLToPath(sentState(escape).sandboxCwd)])
+      expect(relative(root, target).startsWith('..'), `${target} vs ${root}`).toBe(true);
     const network = report.results.find((r) => r.id === 'enforcement/no-network')!;
     expect(network.actual).toMatchObject({ connectionsToListener: 1 });
   });

@@ -45,4 +45,7 @@ export async function runAgainst(args: string[], overrides: Partial<RunPlan['opt
 }
 
 export const idsWith = (results: CheckResult[], status: CheckResult['status']) =>
-  results.filter((r) => r.status === status).map((r) => r.id).sort();
+  results
+    .filter((r) => r.status === status)
+    .map((r) => r.id)
+    .sort();

@@ -1,14 +1,15 @@
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { renderConfig } from '../harness/host-mode/codex-config.js';
 import { hostProgram } from '../harness/host-mode/host-program.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { hostCheckDefs, hostChecks, profileKind, runHostMode } from '../suites/host.js';
 import type { CheckResult } from '../suites/model.js';
-import { cliPath, root } from './helpers.js';
+import { root } from './helpers.js';
+import { reportValidator } from './fixtures/report-validator.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
 
 /**
@@ -59,7 +60,9 @@ describe('pieces', () => {
     const managed = (...entries: unknown[]) => ({ permissionProfile: { type: 'managed', file_system: { type: 'restricted', entries } } });
     expect(profileKind(managed(root), '/w')).toBe('read-only');
     expect(profileKind(managed(root, { path: { type: 'path', path: '/w' }, access: 'write' }), '/w')).toBe('workspace-write');
-    expect(profileKind(managed(root, { path: { type: 'special', value: { kind: 'current_working_directory' } }, access: 'write' }), '/w')).toBe('workspace-write');
+    expect(profileKind(managed(root, { path: { type: 'special', value: { kind: 'current_working_directory' } }, access: 'write' }), '/w')).toBe(
+      'workspace-write',
+    );
     expect(profileKind(managed(root, { path: { type: 'path', path: '/elsewhere' }, access: 'write' }), '/w')).toBe('writes outside the workspace only');
     expect(profileKind({ permissionProfile: { type: 'disabled' } }, '/w')).toBe('danger-full-access');
     expect(profileKind(undefined, '/w')).toBe('no permissionProfile');
@@ -72,7 +75,18 @@ describe('pieces', () => {
       servers: { rec: { transport: 'stdio', command: '/n', args: ['a b'], env: { K: 'v' } }, web: { transport: 'http', url: 'http://127.0.0.1:2/mcp' } },
       sandboxMode: 'workspace-write',
     });
-    for (const line of ['approval_policy = "never"', 'base_url = "http://127.0.0.1:1/v1"', 'supports_websockets = false', '[projects."/w s"]', 'args = ["a b"]', '[mcp_servers.rec.env]', 'url = "http://127.0.0.1:2/mcp"', 'required = true', 'check_for_update_on_startup = false', 'plugins = false']) {
+    for (const line of [
+      'approval_policy = "never"',
+      'base_url = "http://127.0.0.1:1/v1"',
+      'supports_websockets = false',
+      '[projects."/w s"]',
+      'args = ["a b"]',
+      '[mcp_servers.rec.env]',
+      'url = "http://127.0.0.1:2/mcp"',
+      'required = true',
+      'check_for_update_on_startup = false',
+      'plugins = false',
+    ]) {
       expect(text).toContain(line);
     }
   });
@@ -104,7 +118,11 @@ describe('the broken-host fixture', () => {
     ['state-lags-policy-change', ['stdio', 'http'], ['host/state-follows-policy-change']],
     // The caller's stale copies differ from each other, so passing them through also breaks HOST-1;
     // they reach the server that did not opt in as well.
-    ['keeps-caller-sandbox-meta', ['stdio', 'http'], ['host/stale-entries-replaced', 'host/no-launcher-over-http', 'host/state-keys-identical', 'host/direct-call-no-opt-in-stripped']],
+    [
+      'keeps-caller-sandbox-meta',
+      ['stdio', 'http'],
+      ['host/stale-entries-replaced', 'host/no-launcher-over-http', 'host/state-keys-identical', 'host/direct-call-no-opt-in-stripped'],
+    ],
     ['drops-unrelated-meta', ['stdio'], ['host/unrelated-meta-kept', 'host/direct-call-meta-verbatim']],
     ['keeps-caller-thread-id', ['http'], ['host/direct-call-thread-id']],
     ['no-sandbox-entries-on-direct-calls', ['stdio', 'http'], ['host/direct-call-sandbox-entries']],
@@ -125,7 +143,13 @@ describe('the broken-host fixture', () => {
       child.stdout.on('data', (c) => (out += c));
       child.on('close', () => resolve(out));
     });
-    expect(listed.trim().split('\n').map((l) => l.split(/\s+/)[0]).sort()).toEqual(matrix.map(([d]) => d).sort());
+    expect(
+      listed
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/\s+/)[0])
+        .sort(),
+    ).toEqual(matrix.map(([d]) => d).sort());
   });
 
   test('every host check is failed by some defect', () => {
@@ -136,17 +160,27 @@ describe('the broken-host fixture', () => {
   // Only the scenarios the aimed-at checks need are run (plus every other check judged from them).
   const scenarioOf = new Map(hostChecks.map((c) => [c.id, c.scenario]));
   describe.concurrent('each defect fails exactly the checks aimed at it', () => {
-    test.each(matrix)('%s', async (defect, transports, fails) => {
-      const scenarios = new Set(fails.map((id) => scenarioOf.get(id)!));
-      const judged = hostChecks.filter((c) => scenarios.has('exec + app-server') || scenarios.has(c.scenario)).map((c) => c.id);
-      // The fixture's defects show on every policy change, so a few changes are enough here.
-      const report = await runBroken(defect, judged, transports, 3);
-      const failing = report.results.filter((r) => r.status === 'fail' || r.status === 'warn').map(key).sort();
-      const expected = report.results.filter((r) => fails.includes(r.id)).map(key).sort();
-      expect(failing, report.results.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`).join('\n')).toEqual(expected);
-      expect(expected.length).toBeGreaterThan(0);
-      expect(report.results.filter((r) => r.status === 'skip' || r.status === 'error').map(key)).toEqual([]);
-    }, 120_000);
+    test.each(matrix)(
+      '%s',
+      async (defect, transports, fails) => {
+        const scenarios = new Set(fails.map((id) => scenarioOf.get(id)!));
+        const judged = hostChecks.filter((c) => scenarios.has('exec + app-server') || scenarios.has(c.scenario)).map((c) => c.id);
+        // The fixture's defects show on every policy change, so a few changes are enough here.
+        const report = await runBroken(defect, judged, transports, 3);
+        const failing = report.results
+          .filter((r) => r.status === 'fail' || r.status === 'warn')
+          .map(key)
+          .sort();
+        const expected = report.results
+          .filter((r) => fails.includes(r.id))
+          .map(key)
+          .sort();
+        expect(failing, report.results.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`).join('\n')).toEqual(expected);
+        expect(expected.length).toBeGreaterThan(0);
+        expect(report.results.filter((r) => r.status === 'skip' || r.status === 'error').map(key)).toEqual([]);
+      },
+      120_000,
+    );
   });
 
   test('CLI: every check fails against the fixture with all its defects (exit 1), the tally last', async () => {
@@ -198,16 +232,30 @@ const REAL_CODEX_CHANGES = 48;
 
 describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` (skipped: ${realCodex.missing})` : ` ${realCodex.version}`}`, () => {
   const version = 'missing' in realCodex ? undefined : realCodex.version;
-  test.skipIf(version !== '0.171.0')('0.171.0: host mode finds its stale state after a policy change (exit 1) and passes every other MUST check', async () => {
-    const { code, stdout, ms } = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES)]));
-    console.log(`host mode against real Codex, ${REAL_CODEX_CHANGES} policy changes: ${ms} ms`);
-    expect(code, stdout).toBe(1);
-    for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
-      for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
-    }
-    expect(stdout).toMatch(/FAIL\s+host\/state-follows-policy-change\s+(stdio|http)\s/);
-    // A stale turn: the state is the other policy's while the turn metadata names the turn's own.
-    expect(stdout).toMatch(/~ turn\/\d+ \w+: the turn's policy is ([a-z-]+), the state sent describes (?!\1)[a-z-]+, x-codex-turn-metadata\.sandbox_mode is "\1"/);
-    expect(hostRunDirs()).toEqual([]);
-  }, 300_000);
+  test.skipIf(version !== '0.171.0')(
+    '0.171.0: host mode finds its stale state after a policy change (exit 1) and passes every other MUST check',
+    async () => {
+      const json = join(mkdtempSync(join(tmpdir(), 'msc-real-codex-report-')), 'h.json');
+      const { code, stdout, ms } = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`]));
+      console.log(`host mode against real Codex, ${REAL_CODEX_CHANGES} policy changes: ${ms} ms`);
+      expect(code, stdout).toBe(1);
+      for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
+        for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
+      }
+      expect(stdout).toMatch(/FAIL\s+host\/state-follows-policy-change\s+(stdio|http)\s/);
+      // A stale turn: the state is the other policy's while the turn metadata names the turn's own.
+      expect(stdout).toMatch(
+        /~ turn\/\d+ \w+: the turn's policy is ([a-z-]+), the state sent describes (?!\1)[a-z-]+, x-codex-turn-metadata\.sandbox_mode is "\1"/,
+      );
+      expect(hostRunDirs()).toEqual([]);
+      // The same run as a JSON report, valid against the shipped schema.
+      const doc = JSON.parse(readFileSync(json, 'utf8'));
+      const validate = reportValidator();
+      expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
+      expect(doc.exitCode).toBe(1);
+      expect(doc.checks.some((c: { id: string; status: string }) => c.id === 'host/state-follows-policy-change' && c.status === 'fail')).toBe(true);
+      rmSync(dirname(json), { recursive: true, force: true });
+    },
+    300_000,
+  );
 });

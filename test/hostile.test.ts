@@ -94,7 +94,10 @@ function expectSafe(artifacts: Artifacts, inActions: boolean): void {
   for (const [name, text] of artifacts.texts) {
     // No raw control character but LF and TAB, and no C1 control (UTF-8 encoded or not).
     const control = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/.exec(text);
-    expect(control, `${name}: raw control U+${control?.[0].charCodeAt(0).toString(16).padStart(4, '0')} at ${control?.index}: ${JSON.stringify(text.slice(Math.max(0, (control?.index ?? 0) - 40), (control?.index ?? 0) + 40))}`).toBeNull();
+    expect(
+      control,
+      `${name}: raw control U+${control?.[0].charCodeAt(0).toString(16).padStart(4, '0')} at ${control?.index}: ${JSON.stringify(text.slice(Math.max(0, (control?.index ?? 0) - 40), (control?.index ?? 0) + 40))}`,
+    ).toBeNull();
     for (const secret of SECRETS) expect(text.includes(secret), `${name} leaks ${secret}`).toBe(false);
     // The runner's older syntax is found anywhere in a line: nowhere, in any artifact.
     expect(text.includes('##['), `${name} holds "##["`).toBe(false);

@@ -7,7 +7,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { mutantsServer, root } from './helpers.js';
 import { reportValidator } from './fixtures/report-validator.js';
-import { runCli } from './fixtures/run-cli.js';
+import { reporterFlags, runCli } from './fixtures/run-cli.js';
 
 /**
  * The HTML report in a real browser: Debian's chromium (.ci/run installs it), headless, driven by
@@ -16,7 +16,16 @@ import { runCli } from './fixtures/run-cli.js';
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const scratch = mkdtempSync(join(tmpdir(), 'msc-html-'));
 const artifacts = join(root, 'test-results');
 
@@ -29,7 +38,21 @@ const consoleErrors: string[] = [];
 beforeAll(async () => {
   const run = await runCli(
     // The run of the issue's "done when": every format at once, and the transcripts.
-    ['--reporter', 'human', '--reporter', 'json=r.json', '--reporter', 'junit=r.xml', '--reporter', 'markdown=s.md', '--reporter', 'html=r.html', '--transcripts', 't/', '--only', 'capability/*', '--only', 'forwarding/*', '--only', 'aliases/*', '--', process.execPath, mutantsServer, 'drops-unknown-fields'],
+    [
+      ...reporterFlags({ human: '', json: 'r.json', junit: 'r.xml', markdown: 's.md', html: 'r.html' }),
+      '--transcripts',
+      't/',
+      '--only',
+      'capability/*',
+      '--only',
+      'forwarding/*',
+      '--only',
+      'aliases/*',
+      '--',
+      process.execPath,
+      mutantsServer,
+      'drops-unknown-fields',
+    ],
     { cwd: scratch },
   );
   expect(run.code, run.stderr).toBe(1);
@@ -67,7 +90,12 @@ describe('the HTML report in headless Chromium', () => {
     const failBadge = rows('fail').first().locator('.badge');
     expect(await failBadge.textContent()).toBe('FAIL');
     expect(await failBadge.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe('rgb(207, 34, 46)');
-    expect(await rows('pass').first().locator('.badge').evaluate((el) => getComputedStyle(el).backgroundColor)).toBe('rgb(26, 127, 55)');
+    expect(
+      await rows('pass')
+        .first()
+        .locator('.badge')
+        .evaluate((el) => getComputedStyle(el).backgroundColor),
+    ).toBe('rgb(26, 127, 55)');
     expect(requests).toEqual([pathToFileURL(join(scratch, 'r.html')).href]);
     expect(consoleErrors).toEqual([]);
   });

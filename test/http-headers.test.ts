@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../harness/http-target.js';
 import { connect } from '../harness/target.js';
 import { referenceServer } from './helpers.js';
-import { runCli } from './fixtures/run-cli.js';
+import { reporterFlags, runCli } from './fixtures/run-cli.js';
 
 /**
  * The fake host's HTTP requests, as a loopback server sees them, against what Codex 0.171.0 sent
@@ -132,14 +132,7 @@ describe('HTTP as Codex 0.171.0 speaks it', () => {
         url(),
         '--only',
         'capability/*',
-        '--reporter',
-        'json=r.json',
-        '--reporter',
-        'junit=r.xml',
-        '--reporter',
-        'markdown=r.md',
-        '--reporter',
-        'html=r.html',
+        ...reporterFlags({ json: 'r.json', junit: 'r.xml', markdown: 'r.md', html: 'r.html' }),
         '--transcripts',
         'transcripts',
         '--trace',
@@ -153,7 +146,8 @@ describe('HTTP as Codex 0.171.0 speaks it', () => {
     expect(report.checks.filter((c) => c.transport === 'http' && c.status === 'pass').length).toBeGreaterThan(0);
     expect(seen.length).toBeGreaterThan(3);
     expect(seen.every((s) => s.headers.authorization === BASIC)).toBe(true);
-    const files = (dir: string): string[] => readdirSync(dir).flatMap((name) => (statSync(join(dir, name)).isDirectory() ? files(join(dir, name)) : [join(dir, name)]));
+    const files = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => (statSync(join(dir, name)).isDirectory() ? files(join(dir, name)) : [join(dir, name)]));
     const artifacts = new Map([
       ['stdout', run.stdout],
       ['stderr', run.stderr],
@@ -161,7 +155,8 @@ describe('HTTP as Codex 0.171.0 speaks it', () => {
     ]);
     expect([...artifacts.keys()].some((name) => name.startsWith('transcripts/'))).toBe(true);
     for (const [name, text] of artifacts) {
-      for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), BASIC.slice('Basic '.length)]) expect(text.includes(secret), `${name} leaks ${secret}`).toBe(false);
+      for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), BASIC.slice('Basic '.length)])
+        expect(text.includes(secret), `${name} leaks ${secret}`).toBe(false);
     }
   });
 });

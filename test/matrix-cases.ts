@@ -125,24 +125,32 @@ export function mutantCases(part: 0 | 1): void {
   describe.concurrent('mutants fail exactly the checks aimed at their defect', () => {
     Object.entries(matrix).forEach(([mutant, expected], index) => {
       if (index % 2 !== part) return;
-      test(mutant, async () => {
-        // The catalog scenario starts four servers at once and the resource scenario reads no
-        // command: they run for the mutants whose defect can show there (and for the reference),
-        // and are left out of the others to keep this fast.
-        const catalog = mutant.includes('catalog') || mutant.includes('slow') || mutant.includes('crowded');
-        const resources = mutant.includes('resource') || mutant.includes('capability');
-        const only = expected.only;
-        const select = only
-          ? (id: string) => id.startsWith(only)
-          : (id: string) => (catalog || !id.startsWith('catalog/')) && (resources || !id.startsWith('resources/'));
-        const report = await runAgainst([mutantsServer, expected.mutant ?? mutant], expected.options, { http: expected.http ?? false, select, ...expected.variant });
-        expect(idsWith(report.results, 'fail')).toEqual([...expected.fail].sort());
-        expect(idsWith(report.results, 'warn')).toEqual([...(expected.warn ?? [])].sort());
-        // The crowded mutant counts its siblings through pid files in a directory of its own.
-        const crowd = expected.variant?.env?.CROWD_KEY;
-        if (crowd) rmSync(join(tmpdir(), `msc-crowd-${crowd}`), { recursive: true, force: true });
-        expect(idsWith(report.results, 'error')).toEqual([]);
-      }, 300_000); // generous: CI runs two matrix files and everything else on two cores
+      test(
+        mutant,
+        async () => {
+          // The catalog scenario starts four servers at once and the resource scenario reads no
+          // command: they run for the mutants whose defect can show there (and for the reference),
+          // and are left out of the others to keep this fast.
+          const catalog = mutant.includes('catalog') || mutant.includes('slow') || mutant.includes('crowded');
+          const resources = mutant.includes('resource') || mutant.includes('capability');
+          const only = expected.only;
+          const select = only
+            ? (id: string) => id.startsWith(only)
+            : (id: string) => (catalog || !id.startsWith('catalog/')) && (resources || !id.startsWith('resources/'));
+          const report = await runAgainst([mutantsServer, expected.mutant ?? mutant], expected.options, {
+            http: expected.http ?? false,
+            select,
+            ...expected.variant,
+          });
+          expect(idsWith(report.results, 'fail')).toEqual([...expected.fail].sort());
+          expect(idsWith(report.results, 'warn')).toEqual([...(expected.warn ?? [])].sort());
+          // The crowded mutant counts its siblings through pid files in a directory of its own.
+          const crowd = expected.variant?.env?.CROWD_KEY;
+          if (crowd) rmSync(join(tmpdir(), `msc-crowd-${crowd}`), { recursive: true, force: true });
+          expect(idsWith(report.results, 'error')).toEqual([]);
+        },
+        300_000,
+      ); // generous: CI runs two matrix files and everything else on two cores
     });
   });
 }

@@ -11,7 +11,9 @@ describe('reference server', () => {
     // Exploration on, with the default budget and seed, as a default run has it.
     const report = await runAgainst([referenceServer], { explore: EXPLORE_DEFAULTS });
     // Everything passes, except what needs a real Codex (--codex), which is not applicable here.
-    const expected = report.results.map((r) => `${r.transport} ${r.id} ${allChecks.find((c) => c.id === r.id)!.needs.includes('codex') ? 'skip not-applicable' : 'pass'}`);
+    const expected = report.results.map(
+      (r) => `${r.transport} ${r.id} ${allChecks.find((c) => c.id === r.id)!.needs.includes('codex') ? 'skip not-applicable' : 'pass'}`,
+    );
     expect(report.results.map((r) => `${r.transport} ${r.id} ${r.status}${r.reason ? ` ${r.reason}` : ''}`)).toEqual(expected);
     // Every check ran on at least one transport.
     expect([...new Set(report.results.map((r) => r.id))].sort()).toEqual(allChecks.map((c) => c.id).sort());

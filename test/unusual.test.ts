@@ -45,7 +45,11 @@ interface Variant {
 
 const variants: Record<string, Variant> = {
   'worker-pool': { http: true, mustPass: [...CORE, ...HTTP] },
-  'own-shell-session': { http: false, session: sessionOf('own-shell-session'), mustPass: [...CORE, 'authority/session-state-change', 'authority/session-launcher-change'] },
+  'own-shell-session': {
+    http: false,
+    session: sessionOf('own-shell-session'),
+    mustPass: [...CORE, 'authority/session-state-change', 'authority/session-launcher-change'],
+  },
   'bash-wrapper': { http: true, mustPass: [...CORE, ...HTTP] },
   'script-wrapper': { http: false, mustPass: CORE },
   paginated: { http: false, mustPass: [...CORE, 'catalog/same-across-startups', 'catalog/stable-on-relist'] },
@@ -57,7 +61,7 @@ describe.concurrent('correct servers unlike the reference', () => {
   for (const [variant, { http, session, mustPass }] of Object.entries(variants)) {
     test(variant, { timeout: 300_000 }, async () => {
       // Exploration too, on a smaller budget than a default run's: random sequences must not trip a correct server either.
-      const plan = nodePlan([unusualServer, variant], { explore: { ...EXPLORE_DEFAULTS, runs: 6 } }, { http });
+      const plan = nodePlan([unusualServer, variant], { explore: { ...EXPLORE_DEFAULTS, runs: 4 } }, { http });
       plan.session = session;
       const { results } = await runSuite(plan, allScenarios);
       const line = (r: (typeof results)[number]) => `${r.transport} ${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}: ${r.message ?? ''}`;

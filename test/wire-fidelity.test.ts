@@ -19,16 +19,27 @@ let sent: Message[] = [];
 let resourceReads: Message[] = [];
 
 beforeAll(async () => {
-  const plan = { ...nodePlan([referenceServer], {}, { http: false }), select: (id: string) => id === 'aliases/both-keys' || id === 'resources/read-with-caller-meta' };
+  const plan = {
+    ...nodePlan([referenceServer], {}, { http: false }),
+    select: (id: string) => id === 'aliases/both-keys' || id === 'resources/read-with-caller-meta',
+  };
   const report = await runSuite(plan, allScenarios);
   const messages = (id: string) =>
-    (report.results.find((r) => r.id === id)!.transcript as TranscriptEntry[]).filter((e) => e.dir === 'host->server').map((e) => (e as { message: Message }).message);
+    (report.results.find((r) => r.id === id)!.transcript as TranscriptEntry[])
+      .filter((e) => e.dir === 'host->server')
+      .map((e) => (e as { message: Message }).message);
   sent = messages('aliases/both-keys');
   resourceReads = messages('resources/read-with-caller-meta').filter((m) => m.method === 'resources/read');
 });
 
 const shape = (value: unknown): unknown =>
-  value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'object' ? Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, shape(v)])) : typeof value;
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'array'
+      : typeof value === 'object'
+        ? Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, shape(v)]))
+        : typeof value;
 
 describe('the fake host speaks as Codex 0.171.0 did over stdio', () => {
   test('initialize is byte-for-byte the captured request', () => {
@@ -88,7 +99,11 @@ describe('the fake host speaks as Codex 0.171.0 did over stdio', () => {
     expect(Object.keys(withCaller!.params!._meta as object)).toEqual([...Object.keys(DEFAULT_CALLER_META), 'progressToken']);
   });
   test('a caller progressToken is overwritten where it stands (as Codex does)', () => {
-    expect(Object.entries(resourceReadMeta({ a: 1, progressToken: 'caller', z: 2 }, 7))).toEqual([['a', 1], ['progressToken', 7], ['z', 2]]);
+    expect(Object.entries(resourceReadMeta({ a: 1, progressToken: 'caller', z: 2 }, 7))).toEqual([
+      ['a', 1],
+      ['progressToken', 7],
+      ['z', 2],
+    ]);
     expect(resourceReadMeta(undefined, 3)).toEqual({ progressToken: 3 });
   });
 });

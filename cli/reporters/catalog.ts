@@ -24,6 +24,8 @@ export function renderTable(header: string[], rows: string[][]): string {
 
 /** `explain <id>`: the rule in our words, what the suite observes, why, the usual mistake, the fix. */
 export function renderExplain(check: CheckDef): string {
+  // Host checks (HOST-*) judge a Codex host, not a server.
+  const subject = check.rule.startsWith('HOST-') ? 'host' : 'server';
   return [
     `${check.id}  (${check.rule}, ${check.level})`,
     check.title,
@@ -31,9 +33,9 @@ export function renderExplain(check: CheckDef): string {
     `Rule: ${check.summary}`,
     `What the suite observes: ${check.observes}`,
     `Why it matters: ${check.why}`,
-    `How servers get it wrong: ${check.typicalMistake}`,
+    `How ${subject}s get it wrong: ${check.typicalMistake}`,
     `How to fix it: ${check.fix}`,
-    `Needs: ${check.needs.join(', ') || 'nothing beyond a server that starts'}`,
+    `Needs: ${check.needs.join(', ') || `nothing beyond a ${subject} that starts`}`,
     '',
   ].join('\n');
 }

@@ -22,7 +22,12 @@ const esc = (text: string): string =>
 
 /** JSON that can sit inside <script>: nothing in it can close the element or break the line. */
 const scriptJson = (value: unknown): string =>
-  jsonSafe(JSON.stringify(value)).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  jsonSafe(JSON.stringify(value))
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 
 const LABEL: Record<Status, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERROR', xfail: 'XFAIL', xpass: 'XPASS' };
 
@@ -46,22 +51,29 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
   if (result.diff?.length) {
     // A problem's diff is what the reader came for: unfolded from the start.
     const open = ['fail', 'warn', 'error', 'xpass'].includes(result.status) ? ' open' : '';
-    parts.push(`<details class="diff"${open}><summary>diff, expected → actual (${result.diff.length} line${result.diff.length === 1 ? '' : 's'})</summary><pre>${diffHtml(result.diff)}</pre></details>`);
+    parts.push(
+      `<details class="diff"${open}><summary>diff, expected → actual (${result.diff.length} line${result.diff.length === 1 ? '' : 's'})</summary><pre>${diffHtml(result.diff)}</pre></details>`,
+    );
   }
   if (result.counterexample) {
-    parts.push(`<details class="sequence" open><summary>minimal failing sequence (${result.counterexample.steps.length} steps; replay <code>${esc(result.counterexample.replay)}</code>)</summary><pre>${esc(counterexampleLines(result.counterexample).join('\n'))}</pre></details>`);
+    parts.push(
+      `<details class="sequence" open><summary>minimal failing sequence (${result.counterexample.steps.length} steps; replay <code>${esc(result.counterexample.replay)}</code>)</summary><pre>${esc(counterexampleLines(result.counterexample).join('\n'))}</pre></details>`,
+    );
   }
   if (result.expected !== undefined || result.actual !== undefined) {
     const pane = (label: string, value: unknown) =>
       `<div><h4>${label}</h4><pre>${value === undefined ? '<em>(none)</em>' : esc(truncate(asText(value), MAX_VALUE))}</pre></div>`;
-    parts.push(`<details class="values"><summary>expected and actual</summary><div class="columns">${pane('expected', result.expected)}${pane('actual', result.actual)}</div></details>`);
+    parts.push(
+      `<details class="values"><summary>expected and actual</summary><div class="columns">${pane('expected', result.expected)}${pane('actual', result.actual)}</div></details>`,
+    );
   }
   if (result.transcript.length) {
     parts.push(
       `<details class="transcript" data-transcript="${esc(key)}"><summary>transcript of ${esc(result.scenario)} (${result.transcript.length} entries)${file ? ` · <code>${esc(file)}</code>` : ''}</summary><pre></pre></details>`,
     );
   }
-  if (def && result.status !== 'pass' && result.status !== 'skip') parts.push(`<div class="fix"><b>Rule:</b> ${esc(def.summary)}<br><b>Fix:</b> ${esc(def.fix)}</div>`);
+  if (def && result.status !== 'pass' && result.status !== 'skip')
+    parts.push(`<div class="fix"><b>Rule:</b> ${esc(def.summary)}<br><b>Fix:</b> ${esc(def.fix)}</div>`);
   return [
     `<tr class="check" data-status="${result.status}" data-id="${esc(result.id)}" data-transport="${result.transport}">`,
     `<td><span class="badge s-${result.status}">${LABEL[result.status]}</span></td>`,
@@ -153,17 +165,25 @@ export function renderHtml(data: ReportData): string {
   const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
   const counts = new Map<Status, number>(STATUS_ORDER.map((s) => [s, report.results.filter((r) => r.status === s).length]));
   const filters = STATUS_ORDER.filter((s) => counts.get(s)! > 0)
-    .map((s) => `<label class="f-${s}"><input type="checkbox" name="status" value="${s}" checked> <span class="badge s-${s}">${LABEL[s]}</span> <span class="count">${counts.get(s)}</span></label>`)
+    .map(
+      (s) =>
+        `<label class="f-${s}"><input type="checkbox" name="status" value="${s}" checked> <span class="badge s-${s}">${LABEL[s]}</span> <span class="count">${counts.get(s)}</span></label>`,
+    )
     .join('');
   const notes: string[] = [];
-  if (report.startFailure) notes.push(`<p><b>The target failed to start:</b> ${esc(report.startFailure.message)}</p><pre>${esc(report.startFailure.stderrTail)}</pre>`);
+  if (report.startFailure)
+    notes.push(`<p><b>The target failed to start:</b> ${esc(report.startFailure.message)}</p><pre>${esc(report.startFailure.stderrTail)}</pre>`);
   if (data.baseline?.stale.length) {
-    notes.push(`<p><b>Stale baseline entries</b> in <code>${esc(data.baseline.file)}</code> (their checks pass now; remove them): ${data.baseline.stale.map((e) => `<code>${esc(e.id)}</code>`).join(', ')}</p>`);
+    notes.push(
+      `<p><b>Stale baseline entries</b> in <code>${esc(data.baseline.file)}</code> (their checks pass now; remove them): ${data.baseline.stale.map((e) => `<code>${esc(e.id)}</code>`).join(', ')}</p>`,
+    );
   }
   if (data.baseline?.unknown.length) {
-    notes.push(`<p><b>Baseline entries that name no check</b> in <code>${esc(data.baseline.file)}</code>: ${data.baseline.unknown.map((e) => `<code>${esc(e.id)}</code>`).join(', ')}</p>`);
+    notes.push(
+      `<p><b>Baseline entries that name no check</b> in <code>${esc(data.baseline.file)}</code>: ${data.baseline.unknown.map((e) => `<code>${esc(e.id)}</code>`).join(', ')}</p>`,
+    );
   }
-  const exec = execSummary(report);
+  const exec = execSummary(report, data.mode);
   const headline = `MCP sandbox conformance: ${data.exitCode === 0 ? 'conformant' : 'not conformant'}`;
   return `<!doctype html>
 <html lang="en">
@@ -178,8 +198,12 @@ export function renderHtml(data: ReportData): string {
 <header>
 <h1>${esc(headline)}</h1>
 <p class="meta">target <code>${esc(data.target.display)}</code>${info ? ` · server <code>${esc(`${String(info.name ?? '?')} ${String(info.version ?? '')}`.trim())}</code>` : ''} · ${esc(data.tool.name)} ${esc(data.tool.version)} · contract ${esc(CONTRACT.revision)} · ${esc(data.startedAt.toISOString())} · exit code ${data.exitCode}</p>
-${exec ? `<p class="meta" id="exec">${esc(exec)}</p>
-` : ''}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
+${
+  exec
+    ? `<p class="meta" id="exec">${esc(exec)}</p>
+`
+    : ''
+}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
 </header>
 ${notes.length ? `<section class="notes">${notes.join('')}</section>` : ''}
 <nav id="filters" aria-label="Filter by status">${filters}<button type="button" id="only-problems">problems only</button><button type="button" id="show-all">all</button><span id="shown"></span></nav>

@@ -118,6 +118,8 @@ export interface HumanOptions {
   githubActions?: boolean;
   /** Full expected/actual under each finding even when there is a diff (--verbose). */
   verbose?: boolean;
+  /** 'host': the target is a host watched by recording servers, not a server. */
+  mode?: 'host';
 }
 
 /** The terminal report: one line per check, details under each failure, the tally last. */
@@ -126,16 +128,24 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
   const out: string[] = [];
   const untrusted = (lines: string[], paint?: (line: string) => string) => githubBlock(lines, Boolean(options.githubActions), paint);
   const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
-  out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · fake Codex 0.171.0 · target: ${neutralize(options.target)}`));
+  const role = options.mode === 'host' ? 'host mode · recording servers watch' : 'fake Codex 0.171.0 · target';
+  out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · ${role}: ${neutralize(options.target)}`));
   // One line each, whatever the server put in them: no escape sequence, no CR or LF, no command.
   if (info) out.push(c.dim(defuseWorkflowCommands(`server: ${neutralize(String(info.name ?? '?'))} ${neutralize(String(info.version ?? ''))}`.trimEnd())));
-  const exec = execSummary(report);
+  const exec = execSummary(report, options.mode);
   if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   if (report.startFailure) {
     const [first, ...more] = messageLines('', report.startFailure.message, '');
     out.push('', c.red.bold(`The target failed to start: ${first}`), ...untrusted(more));
-    if (report.startFailure.stderrTail) out.push(c.dim('last lines of its stderr:'), ...untrusted(report.startFailure.stderrTail.split('\n').map((l) => `  ${l}`), c.dim));
+    if (report.startFailure.stderrTail)
+      out.push(
+        c.dim('last lines of its stderr:'),
+        ...untrusted(
+          report.startFailure.stderrTail.split('\n').map((l) => `  ${l}`),
+          c.dim,
+        ),
+      );
   }
   out.push('');
   if (report.startFailure) {

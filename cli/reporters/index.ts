@@ -1,5 +1,5 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
-import { adapterDescription, type ExecAdapter } from '../../harness/exec-adapter.js';
+import type { ExecAdapter } from '../../harness/exec-adapter.js';
 import type { CheckDef, Status } from '../../suites/model.js';
 import type { RunReport } from '../../suites/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
@@ -43,6 +43,8 @@ export interface ReportData {
   tool: { name: string; version: string };
   target: TargetDescription;
   checks: CheckDef[];
+  /** 'host' for a run of the `host` subcommand: the target is a host, and there is no exec adapter. */
+  mode?: 'host';
   failOn: 'must' | 'should';
   exitCode: number;
   /** Transcript files written by --transcripts, by transcriptKey. */
@@ -82,7 +84,9 @@ export function parseReporters(values: string[]): ReporterSpec[] {
   const specs = values.map(parseReporterSpec);
   const toStdout = specs.filter((s) => s.name !== 'human' && s.path === undefined);
   if (toStdout.length > 1) {
-    throw new UsageError(`only one format can write to stdout (${toStdout.map((s) => s.name).join(', ')}); give the others a file, e.g. --reporter ${toStdout[1]!.name}=report`);
+    throw new UsageError(
+      `only one format can write to stdout (${toStdout.map((s) => s.name).join(', ')}); give the others a file, e.g. --reporter ${toStdout[1]!.name}=report`,
+    );
   }
   if (!specs.some((s) => s.name === 'human' && s.path === undefined)) specs.unshift({ name: 'human' });
   return specs;
@@ -122,12 +126,18 @@ export const reportedExec = (exec: ExecAdapter): ExecAdapter => ({ tool: exec.to
 export const NO_EXEC =
   'none resolved (no listed tool has a command, cmd or argv property, or the one --exec-tool or the config names is not usable), so the checks that need one are not applicable';
 
+/** The exec adapter in words, for reports. */
+export function adapterDescription(adapter: ExecAdapter): string {
+  const origin = { detected: 'detected from its input schema', flag: 'given by --exec-tool', config: 'from the config file' }[adapter.source];
+  return `exec tool ${JSON.stringify(adapter.tool)} with arguments ${JSON.stringify(adapter.arguments)} (${origin})`;
+}
+
 /**
  * The exec line of a report header: which tool and arguments template the run used, and whether
  * they were detected from the server's tool list or given (--exec-tool, or "exec" in the config).
- * Undefined when the target never started (nothing was resolved either way).
+ * Undefined when the target never started (nothing was resolved either way), and in host mode (nothing to resolve).
  */
-export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>): string | undefined {
-  if (report.startFailure) return undefined;
+export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>, mode?: 'host'): string | undefined {
+  if (report.startFailure || mode === 'host') return undefined;
   return report.exec ? adapterDescription(reportedExec(report.exec)) : `exec tool: ${NO_EXEC}`;
 }

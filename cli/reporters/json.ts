@@ -100,7 +100,11 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(report.serverInfo !== undefined ? { serverInfo: redactValue(report.serverInfo) } : {}),
       ...(report.capabilities !== undefined ? { capabilities: redactValue(report.capabilities) } : {}),
     },
-    ...(report.startFailure ? { startFailure: { message: report.startFailure.message, stderrTail: report.startFailure.stderrTail } } : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
+    ...(report.startFailure
+      ? { startFailure: { message: report.startFailure.message, stderrTail: report.startFailure.stderrTail } }
+      : data.mode === 'host'
+        ? {}
+        : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
     ...(report.containment ? { containment: report.containment } : {}),
     failOn: data.failOn,
     exitCode: data.exitCode,
@@ -115,7 +119,14 @@ export function toDocument(data: ReportData): ReportDocument {
       xpass: t.xpass,
     },
     ...(data.baseline
-      ? { baseline: { file: data.baseline.file, staleEntries: data.baseline.stale, unknownEntries: data.baseline.unknown, updated: Boolean(data.baseline.updated) } }
+      ? {
+          baseline: {
+            file: data.baseline.file,
+            staleEntries: data.baseline.stale,
+            unknownEntries: data.baseline.unknown,
+            updated: Boolean(data.baseline.updated),
+          },
+        }
       : {}),
     unexpectedFailures: data.suggestions,
     checks,

@@ -70,13 +70,14 @@ function section(result: ReportedResult, data: ReportData, both: boolean): strin
   if (result.actual !== undefined) lines.push(collapsible('actual', fenced(truncate(asText(result.actual), MAX_VALUE), 'json')), '');
   const file = data.transcriptFiles.get(transcriptKey(result));
   lines.push(file ? `Transcript: ${code(file)}` : `Transcript: ${result.transcript.length} entries (keep them with \`--transcripts DIR\`)`, '');
-  if (def && isProblem(result.status) && result.status !== 'xpass') lines.push(`**Fix:** ${cell(def.fix)} (more: ${code(`mcp-sandbox-conformance explain ${result.id}`)})`, '');
+  if (def && isProblem(result.status) && result.status !== 'xpass')
+    lines.push(`**Fix:** ${cell(def.fix)} (more: ${code(`mcp-sandbox-conformance explain ${result.id}`)})`, '');
   return lines.join('\n');
 }
 
 /** The exec adapter the run used, as one line of the header (none when the target never started). */
-function execLine(report: ReportData['report']): string | undefined {
-  if (report.startFailure) return undefined;
+function execLine(report: ReportData['report'], mode: ReportData['mode']): string | undefined {
+  if (report.startFailure || mode === 'host') return undefined;
   if (!report.exec) return `Exec tool: ${cell(NO_EXEC)}`;
   const exec = reportedExec(report.exec);
   const origin = { detected: 'detected from its input schema', flag: 'given by `--exec-tool`', config: 'from the config file' }[exec.source];
@@ -97,7 +98,7 @@ export function renderMarkdown(data: ReportData): string {
       ` · ${data.tool.name} ${data.tool.version} · exit code ${data.exitCode}`,
     '',
   );
-  const exec = execLine(report);
+  const exec = execLine(report, data.mode);
   if (exec) out.push(exec, '');
   if (report.startFailure) {
     out.push(`**The target failed to start:** ${cell(report.startFailure.message)}`, '');
@@ -106,8 +107,15 @@ export function renderMarkdown(data: ReportData): string {
   if (data.baseline) {
     const { stale, unknown, file, updated } = data.baseline;
     if (updated) out.push(`Baseline ${code(file)} rewritten with ${updated.entries} entries.`, '');
-    if (stale.length) out.push(`**Stale baseline entries** in ${code(file)} (their checks pass now; remove them):`, '', ...stale.map((e) => `- ${code(e.id)}${e.transport ? ` (${e.transport})` : ''}: ${cell(e.reason)}`), '');
-    if (unknown.length) out.push(`**Baseline entries that name no check** in ${code(file)}:`, '', ...unknown.map((e) => `- ${code(e.id)}: ${cell(e.reason)}`), '');
+    if (stale.length)
+      out.push(
+        `**Stale baseline entries** in ${code(file)} (their checks pass now; remove them):`,
+        '',
+        ...stale.map((e) => `- ${code(e.id)}${e.transport ? ` (${e.transport})` : ''}: ${cell(e.reason)}`),
+        '',
+      );
+    if (unknown.length)
+      out.push(`**Baseline entries that name no check** in ${code(file)}:`, '', ...unknown.map((e) => `- ${code(e.id)}: ${cell(e.reason)}`), '');
   }
   out.push(`| | check | ${both ? 'transport | ' : ''}rule | level | title |`, `|---|---|${both ? '---|' : ''}---|---|---|`);
   for (const r of report.results) {

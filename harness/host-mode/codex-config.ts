@@ -7,9 +7,7 @@ import { join } from 'node:path';
  * server (stdio command or Streamable HTTP url). The TOML is a small subset (quoted keys, JSON
  * strings and arrays, booleans, numbers) so that the broken-host fixture can read it too.
  */
-export type McpServerConfig =
-  | { transport: 'stdio'; command: string; args: string[]; env: Record<string, string> }
-  | { transport: 'http'; url: string };
+export type McpServerConfig = { transport: 'stdio'; command: string; args: string[]; env: Record<string, string> } | { transport: 'http'; url: string };
 
 export interface HostConfig {
   codexHome: string;

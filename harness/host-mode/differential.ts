@@ -54,7 +54,12 @@ export function shape(value: unknown): unknown {
 /** A copy without the fake host's canary fields, at any depth. */
 export function withoutCanaries(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutCanaries);
-  if (isObject(value)) return Object.fromEntries(Object.entries(value).filter(([k]) => !CANARY_FIELD.test(k)).map(([k, v]) => [k, withoutCanaries(v)]));
+  if (isObject(value))
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => !CANARY_FIELD.test(k))
+        .map(([k, v]) => [k, withoutCanaries(v)]),
+    );
   return value;
 }
 
@@ -105,11 +110,15 @@ function connections(capture: Capture): Message[][] {
 
 /** Inventory connections list resource templates; model connections never do. */
 const isInventory = (messages: Message[]) => messages.some((m) => m.method === 'resources/templates/list');
-const modelMessages = (capture: Capture) => connections(capture).filter((c) => !isInventory(c)).flat();
+const modelMessages = (capture: Capture) =>
+  connections(capture)
+    .filter((c) => !isInventory(c))
+    .flat();
 const inventories = (capture: Capture) => connections(capture).filter(isInventory);
 const withMethod = (messages: Message[], method: string) => messages.filter((m) => m.method === method);
 const paramsOf = (message: Message | undefined): Record<string, unknown> => (isObject(message?.params) ? message.params : {});
-const metaOf = (message: Message | undefined): Record<string, unknown> => (isObject(paramsOf(message)._meta) ? (paramsOf(message)._meta as Record<string, unknown>) : {});
+const metaOf = (message: Message | undefined): Record<string, unknown> =>
+  isObject(paramsOf(message)._meta) ? (paramsOf(message)._meta as Record<string, unknown>) : {};
 
 const compareInitialize: Comparison = (real, fake, out) => {
   const [realInit, fakeInit] = [real, fake].map((c) => withMethod(modelMessages(c), 'initialize')[0]);
@@ -159,7 +168,10 @@ const compareToolCalls: Comparison = (real, fake, out) => {
     differ(label('turn metadata values (ids, time and model left out)'), turnValues(realMeta), turnValues(fakeMeta), out);
     differ(label('relations between host-owned entries'), brokenRelations(realMeta), brokenRelations(fakeMeta), out);
 
-    for (const [side, meta] of [['real Codex', realMeta], ['fake host', fakeMeta]] as const) {
+    for (const [side, meta] of [
+      ['real Codex', realMeta],
+      ['fake host', fakeMeta],
+    ] as const) {
       const sandboxKeys = Object.keys(meta).filter((k) => (SANDBOX_META_KEYS as readonly string[]).includes(k));
       if (!optedIn) {
         if (sandboxKeys.length) out.push(label(`${side}: sandbox keys sent to a server that did not opt in: ${json(sandboxKeys)}`));
@@ -168,11 +180,23 @@ const compareToolCalls: Comparison = (real, fake, out) => {
       if (!(STATE_KEY in meta) || !(STATE_KEY_DEPRECATED in meta)) out.push(label(`${side}: both state keys expected, got ${json(sandboxKeys)}`));
       else if (json(meta[STATE_KEY]) !== json(meta[STATE_KEY_DEPRECATED])) out.push(label(`${side}: the two state keys carry different values`));
       const hasLauncher = LAUNCHER_KEY in meta;
-      if (hasLauncher !== (real.transport === 'stdio')) out.push(label(`${side}: launcher ${hasLauncher ? 'present' : 'absent'} over ${real.transport} (expected ${real.transport === 'stdio' ? 'present' : 'absent'})`));
+      if (hasLauncher !== (real.transport === 'stdio'))
+        out.push(
+          label(
+            `${side}: launcher ${hasLauncher ? 'present' : 'absent'} over ${real.transport} (expected ${real.transport === 'stdio' ? 'present' : 'absent'})`,
+          ),
+        );
     }
     if (!optedIn) continue;
-    differNamed(label('the state (contents, value types and key order; paths named, canaries left out)'), withoutCanaries(realMeta[STATE_KEY]), withoutCanaries(fakeMeta[STATE_KEY]), [real, fake], out);
-    if (LAUNCHER_KEY in realMeta || LAUNCHER_KEY in fakeMeta) differNamed(label(`_meta["${LAUNCHER_KEY}"] (paths named)`), realMeta[LAUNCHER_KEY], fakeMeta[LAUNCHER_KEY], [real, fake], out);
+    differNamed(
+      label('the state (contents, value types and key order; paths named, canaries left out)'),
+      withoutCanaries(realMeta[STATE_KEY]),
+      withoutCanaries(fakeMeta[STATE_KEY]),
+      [real, fake],
+      out,
+    );
+    if (LAUNCHER_KEY in realMeta || LAUNCHER_KEY in fakeMeta)
+      differNamed(label(`_meta["${LAUNCHER_KEY}"] (paths named)`), realMeta[LAUNCHER_KEY], fakeMeta[LAUNCHER_KEY], [real, fake], out);
   }
 };
 
@@ -196,7 +220,11 @@ const compareInventory: Comparison = (real, fake, out) => {
     const [head, rest] = [after.slice(0, 2), after.slice(2)];
     return {
       methods: [...head.map((m) => m.method), ...rest.map((m) => m.method).sort()],
-      requests: [...head, ...[...rest].sort((a, b) => String(a.method).localeCompare(String(b.method)))].map((m) => ({ method: m.method, params: Object.keys(paramsOf(m)), meta: Object.keys(metaOf(m)) })),
+      requests: [...head, ...[...rest].sort((a, b) => String(a.method).localeCompare(String(b.method)))].map((m) => ({
+        method: m.method,
+        params: Object.keys(paramsOf(m)),
+        meta: Object.keys(metaOf(m)),
+      })),
       ids: rest.map((m) => m.id).sort(),
       progressTokens: rest.map((m) => metaOf(m).progressToken).sort(),
       first: head.map((m) => ({ id: m.id, params: m.params })),

@@ -101,6 +101,8 @@ export interface ExecObservation {
   modelRequests: ModelRequest[];
   /** Why the scenario could not run as scripted (the host never called the tools, ...). */
   problems: string[];
+  /** Set when the host process itself failed: it could not start, or exited with an error. */
+  hostFailed?: string;
   /** The launcher probe on every codexExecutable sent, run before the host's run dir went away. */
   launcherProbes: Record<string, ProbeResult>;
   durationMs: number;
@@ -144,11 +146,19 @@ export async function observeExec(options: DriveOptions): Promise<ExecObservatio
       networkAccess: options.networkAccess,
     };
     writeConfig(config);
-    const run = await runProcess(options.host, ['exec', '--skip-git-repo-check', 'Call the record tool of each MCP server.'], dirs.workspace, hostEnv(options, dirs.codexHome), options.timeoutMs);
+    const run = await runProcess(
+      options.host,
+      ['exec', '--skip-git-repo-check', 'Call the record tool of each MCP server.'],
+      dirs.workspace,
+      hostEnv(options, dirs.codexHome),
+      options.timeoutMs,
+    );
     Object.assign(observation, { exit: run.exit, stdout: run.stdout, stderr: run.stderr });
-    if (run.error) observation.problems.push(run.error);
+    if (run.error) observation.hostFailed = run.error;
     else if (run.exit.timedOut) observation.problems.push(`${options.host.display} exec did not finish within ${options.timeoutMs} ms`);
-    else if (run.exit.code !== 0) observation.problems.push(`${options.host.display} exec exited with ${run.exit.signal ?? `code ${run.exit.code}`}: ${lastLines(run.stderr)}`);
+    else if (run.exit.code !== 0)
+      observation.hostFailed = `${options.host.display} exec exited with ${run.exit.signal ?? `code ${run.exit.code}`}: ${lastLines(run.stderr)}`;
+    if (observation.hostFailed) observation.problems.push(observation.hostFailed);
   } catch (error) {
     observation.problems.push((error as Error).message);
   } finally {
@@ -237,6 +247,8 @@ export interface AppObservation {
   plainRecords: RecordedMessage[];
   stderr: string;
   problems: string[];
+  /** Set when the host process itself failed: it could not start, died early, or did not answer initialize. */
+  hostFailed?: string;
   /** The launcher probe on every codexExecutable sent, run while the host was still running. */
   launcherProbes: Record<string, ProbeResult>;
   durationMs: number;
@@ -308,8 +320,15 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
     client = new AppServerClient(options.host, hostEnv(options, dirs.codexHome), dirs.workspace);
     await client.start();
     const app = client;
-    const init = await app.request('initialize', { clientInfo: { name: 'mcp-sandbox-conformance', title: null, version: '0.1.0' }, capabilities: { experimentalApi: true } }, budget());
-    if (init.kind !== 'result') throw new Error(`app-server initialize failed: ${describe(init)}`);
+    const init = await app.request(
+      'initialize',
+      { clientInfo: { name: 'mcp-sandbox-conformance', title: null, version: '0.1.0' }, capabilities: { experimentalApi: true } },
+      budget(),
+    );
+    if (init.kind !== 'result') {
+      observation.hostFailed = `app-server initialize failed: ${describe(init)}`;
+      throw new Error(observation.hostFailed);
+    }
     app.notify('initialized');
     const thread = await app.request('thread/start', { cwd: dirs.workspace }, budget());
     const threadId = thread.kind === 'result' ? (thread.result as { thread?: { id?: unknown } } | undefined)?.thread?.id : undefined;
@@ -321,7 +340,12 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
       observation.steps.push({ name, method, params, outcome, marker });
     };
     const toolCall = (name: string, meta: unknown, target = SERVER) =>
-      step(name, 'mcpServer/tool/call', { server: target, threadId, tool: RECORDING_TOOL, arguments: { note: toolMarker(name) }, _meta: meta }, toolMarker(name));
+      step(
+        name,
+        'mcpServer/tool/call',
+        { server: target, threadId, tool: RECORDING_TOOL, arguments: { note: toolMarker(name) }, _meta: meta },
+        toolMarker(name),
+      );
     const resourceRead = (name: string, meta: unknown) =>
       step(name, 'mcpServer/resource/read', { server: SERVER, threadId, uri: resourceMarker(name), _meta: meta }, resourceMarker(name));
 
@@ -344,7 +368,10 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
       if (sandboxPolicy) params.sandboxPolicy = sandboxPolicy;
       const start = await app.request('turn/start', params, budget());
       const done = start.kind === 'result' ? await app.waitFor((n) => n.method === 'turn/completed', budget(), seen) : undefined;
-      const callIds = model.requests.slice(before).map((r) => r.answered).filter((a) => a !== 'message');
+      const callIds = model.requests
+        .slice(before)
+        .map((r) => r.answered)
+        .filter((a) => a !== 'message');
       observation.turns.push({ name, mode, sandboxPolicy, start, completed: Boolean(done), callIds });
     };
     // Every turn after the first changes the policy: Codex 0.171.0 only sometimes sends the
@@ -360,7 +387,11 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
     // Probed before the host goes away: its launcher may live in a dir that goes with it.
     observation.launcherProbes = await probeLaunchers(readRecording(join(dirs.root, 'rec.jsonl')));
     const diedEarly = client?.closed;
-    if (diedEarly) observation.problems.push(`${options.host.display} app-server: ${diedEarly}: ${lastLines(client!.stderr)}`);
+    if (diedEarly) {
+      const died = `${options.host.display} app-server: ${diedEarly}: ${lastLines(client!.stderr)}`;
+      observation.hostFailed ??= died;
+      observation.problems.push(died);
+    }
     await client?.close();
     observation.stderr = client?.stderr ?? '';
     await Promise.all([server?.stop(), plain?.stop()]);

@@ -14,7 +14,15 @@ export interface HostProgram {
   display: string;
 }
 
-export class HostNotFound extends Error {}
+/** No host to run: `given` is the path asked for (undefined: none was, and none is installed); the message says why. */
+export class HostNotFound extends Error {
+  constructor(
+    readonly given: string | undefined,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
 
 /**
  * `--codex PATH`, or when not given the real Codex of the `@openai/codex` devDependency (the
@@ -24,22 +32,22 @@ export class HostNotFound extends Error {}
 export function hostProgram(given: string | undefined): HostProgram {
   if (given === undefined) {
     const bundled = locateRealCodex();
-    if ('missing' in bundled) throw new HostNotFound(`no Codex to check: give --codex PATH (${bundled.missing})`);
+    if ('missing' in bundled) throw new HostNotFound(undefined, bundled.missing);
     return { command: bundled.path, args: [], display: bundled.path };
   }
   const file = resolve(given);
-  let isFile = false;
+  let isFile: boolean;
   try {
     isFile = statSync(file).isFile();
   } catch {
-    throw new HostNotFound(`--codex ${given}: no such file`);
+    throw new HostNotFound(given, 'no such file');
   }
-  if (!isFile) throw new HostNotFound(`--codex ${given}: not a file`);
+  if (!isFile) throw new HostNotFound(given, 'not a file');
   if (/\.(m|c)?js$/.test(file)) return { command: process.execPath, args: [file], display: given };
   try {
     accessSync(file, constants.X_OK);
   } catch {
-    throw new HostNotFound(`--codex ${given}: not executable`);
+    throw new HostNotFound(given, 'not executable');
   }
   return { command: file, args: [], display: given };
 }

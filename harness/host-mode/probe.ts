@@ -37,7 +37,11 @@ export function probeLauncher(path: string, timeoutMs = 20_000): Promise<ProbeRe
       clearTimeout(timer);
       const command = `${path} ${PROBE_ARGS.join(' ')}`;
       if (code === 0) resolve({ ok: true, detail: `${command} exited 0` });
-      else resolve({ ok: false, detail: `${command} exited with ${signal ?? `code ${code}`}${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-2).join(' | ')}` : ''}` });
+      else
+        resolve({
+          ok: false,
+          detail: `${command} exited with ${signal ?? `code ${code}`}${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-2).join(' | ')}` : ''}`,
+        });
     });
   });
 }

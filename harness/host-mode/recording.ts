@@ -41,8 +41,7 @@ export function readRecording(logFile: string): RecordedMessage[] {
 }
 
 /** Requests (and notifications) of one method, in arrival order. */
-export const withMethod = (records: RecordedMessage[], method: string): RecordedMessage[] =>
-  records.filter((r) => r.message.method === method);
+export const withMethod = (records: RecordedMessage[], method: string): RecordedMessage[] => records.filter((r) => r.message.method === method);
 
 /** A running recording server, as the host's config names it. */
 export interface RecordingServer {

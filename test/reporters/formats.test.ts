@@ -117,7 +117,13 @@ describe('markdown', () => {
     const data = syntheticData();
     const huge = 'x'.repeat(50_000);
     const base = data.report.results[1]!;
-    data.report.results = Array.from({ length: 200 }, (_, i) => ({ ...base, message: `${i} ${huge}`, expected: huge, actual: { huge }, diff: Array(100).fill(huge) }));
+    data.report.results = Array.from({ length: 200 }, (_, i) => ({
+      ...base,
+      message: `${i} ${huge}`,
+      expected: huge,
+      actual: { huge },
+      diff: Array(100).fill(huge),
+    }));
     const md = renderMarkdown(data);
     expect(Buffer.byteLength(md)).toBeLessThan(1024 * 1024);
     expect(md.length).toBeLessThan(MARKDOWN_BUDGET + 100_000);
@@ -135,7 +141,12 @@ describe('github annotations', () => {
     const out = renderGithub(syntheticData());
     const lines = out.trimEnd().split('\n');
     for (const line of lines) expect(line).toMatch(/^::(error|warning) title=[^:]*::/);
-    const titles = lines.map((l) => l.match(/^::(\w+) title=([^:]*)::/)!.slice(1).join(' '));
+    const titles = lines.map((l) =>
+      l
+        .match(/^::(\w+) title=([^:]*)::/)!
+        .slice(1)
+        .join(' '),
+    );
     expect(titles).toEqual([
       'error capability/advertised (http)',
       'error forwarding/state-unchanged (stdio)',
@@ -174,10 +185,24 @@ describe('transcripts', () => {
     const written = writeTranscripts(dir, syntheticResults());
     const files = readdirSync(dir).sort();
     // Every scenario+transport with entries; the two results with empty transcripts write nothing.
-    expect(files).toEqual(['aliases_scenario.stdio.jsonl', 'capability_scenario.http.jsonl', 'capability_scenario.stdio.jsonl', 'forwarding_scenario.stdio.jsonl', 'launcher_scenario.stdio.jsonl']);
+    expect(files).toEqual([
+      'aliases_scenario.stdio.jsonl',
+      'capability_scenario.http.jsonl',
+      'capability_scenario.stdio.jsonl',
+      'forwarding_scenario.stdio.jsonl',
+      'launcher_scenario.stdio.jsonl',
+    ]);
     expect(written.get('forwarding/scenario|stdio')).toBe(join(dir, 'forwarding_scenario.stdio.jsonl'));
-    const lines = readFileSync(join(dir, 'launcher_scenario.stdio.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ dir: 'meta', scenario: 'launcher/scenario', transport: 'stdio', checks: ['launcher/absent-fails-closed', 'launcher/not-an-object', 'launcher/missing-file'] });
+    const lines = readFileSync(join(dir, 'launcher_scenario.stdio.jsonl'), 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({
+      dir: 'meta',
+      scenario: 'launcher/scenario',
+      transport: 'stdio',
+      checks: ['launcher/absent-fails-closed', 'launcher/not-an-object', 'launcher/missing-file'],
+    });
     expect(lines.slice(1).map((l) => l.dir)).toEqual(['host->server', 'server->host', 'server-stderr', 'note']);
     expect(lines[1].message.params.headers).toEqual({ Authorization: '[redacted]', Cookie: '[redacted]' });
     expect(lines[3].text).toBe('debug: Authorization: [redacted]\n');
@@ -209,7 +234,8 @@ describe('--reporter values', () => {
 
 describe('the exec adapter in every header', () => {
   const detected = 'exec tool "exec" with arguments {"command":"{{argv}}","cwd":"{{cwd}}"} (detected from its input schema)';
-  const human = (data: ReturnType<typeof syntheticData>) => renderHuman(data.report, { color: false, target: data.target.display, version: '0.0.0-test', checks: allChecks });
+  const human = (data: ReturnType<typeof syntheticData>) =>
+    renderHuman(data.report, { color: false, target: data.target.display, version: '0.0.0-test', checks: allChecks });
   test('human: one line under the server line, with where the adapter came from', () => {
     const lines = human(syntheticData()).split('\n');
     expect(lines.slice(1, 3)).toEqual(['server: synthetic 1.0.0', detected]);
@@ -221,7 +247,9 @@ describe('the exec adapter in every header', () => {
   test('no adapter: one line saying so; a target that never started: no exec line at all', () => {
     const none = syntheticData();
     delete none.report.exec;
-    const lines = human(none).split('\n').filter((l) => l.startsWith('exec tool'));
+    const lines = human(none)
+      .split('\n')
+      .filter((l) => l.startsWith('exec tool'));
     expect(lines).toEqual([expect.stringMatching(/^exec tool: none resolved \(.*\), so the checks that need one are not applicable$/)]);
     const dead = syntheticData();
     delete dead.report.exec;
@@ -252,7 +280,9 @@ describe('the exec adapter in every header', () => {
     expect(human(data)).not.toContain('sk-live-9');
   });
   test('markdown and html carry the same line', () => {
-    expect(renderMarkdown(syntheticData())).toContain('\nExec tool `exec` with arguments `{"command":"{{argv}}","cwd":"{{cwd}}"}` (detected from its input schema)\n');
+    expect(renderMarkdown(syntheticData())).toContain(
+      '\nExec tool `exec` with arguments `{"command":"{{argv}}","cwd":"{{cwd}}"}` (detected from its input schema)\n',
+    );
     expect(renderMarkdown(blockedData())).toContain('(given by `--exec-tool`)');
     const none = syntheticData();
     delete none.report.exec;
@@ -267,7 +297,12 @@ describe('could-not-run blocked by another check', () => {
     const byId = (doc: { checks: { id: string }[] }, id: string) => doc.checks.find((c) => c.id === id) as Record<string, unknown>;
     const plain = JSON.parse(renderJson(blockedData()));
     expect(validate(plain), JSON.stringify(validate.errors)).toBe(true);
-    expect(byId(plain, 'forwarding/argv-shape')).toMatchObject({ status: 'skip', skipReason: 'could-not-run', blockedBy: 'launcher/runs-given-executable', blockedByExpectedFailure: false });
+    expect(byId(plain, 'forwarding/argv-shape')).toMatchObject({
+      status: 'skip',
+      skipReason: 'could-not-run',
+      blockedBy: 'launcher/runs-given-executable',
+      blockedByExpectedFailure: false,
+    });
     expect(byId(plain, 'launcher/absent-fails-closed')).not.toHaveProperty('blockedBy');
     const baselined = JSON.parse(renderJson(blockedData({ baseline: true })));
     expect(validate(baselined), JSON.stringify(validate.errors)).toBe(true);
@@ -290,7 +325,9 @@ describe('could-not-run blocked by another check', () => {
     expect((argv as TestCase & { properties?: Property[] }).properties).toContainEqual({ name: 'blockedBy', value: 'launcher/runs-given-executable' });
     const plain = await parseJunit(renderJunit(blockedData()));
     const plainCases = (plain as { testsuite?: { testcase?: TestCase[] }[] }).testsuite!.flatMap((s) => s.testcase ?? []);
-    expect(plainCases.find((c) => c.name === 'state-fidelity')!.skipped![0]!.message).toBe('could-not-run (blocked by forwarding/state-unchanged): no forwarded state to judge');
+    expect(plainCases.find((c) => c.name === 'state-fidelity')!.skipped![0]!.message).toBe(
+      'could-not-run (blocked by forwarding/state-unchanged): no forwarded state to judge',
+    );
     expect(plainCases.find((c) => c.name === 'absent-fails-closed')!.skipped![0]!.message).toBe('could-not-run: the scenario timed out');
   });
   test('human: "could not run (blocked by <id>): …", saying when the blocker is an expected failure', () => {

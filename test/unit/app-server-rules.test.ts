@@ -14,14 +14,21 @@ describe('resource read caller _meta, as Codex app-server judges it (HOST-3)', (
   });
   test('the nested _codex_apps.resource_uri is reserved for codex_apps; other nested keys are not', () => {
     expect(checkResourceReadMeta({ _codex_apps: { resource_uri: 'u' } }, 'codex_apps', 1)).toEqual(reserved('_codex_apps.resource_uri'));
-    expect(checkResourceReadMeta({ _codex_apps: { other: 1 } }, 'codex_apps', 1)).toEqual({ ok: true, forwarded: { _codex_apps: { other: 1 }, progressToken: 1 } });
+    expect(checkResourceReadMeta({ _codex_apps: { other: 1 } }, 'codex_apps', 1)).toEqual({
+      ok: true,
+      forwarded: { _codex_apps: { other: 1 }, progressToken: 1 },
+    });
     expect(checkResourceReadMeta({ _codex_apps: { resource_uri: 'u' } }, 'docs', 1)).toMatchObject({ ok: true });
   });
   test('non-object _meta is an invalid request; null is accepted', () => {
     expect(checkResourceReadMeta('x', 'docs', 1)).toEqual({ ok: false, code: -32600, message: 'Invalid request: invalid type: string "x", expected a map' });
     expect(checkResourceReadMeta([1], 'docs', 1)).toEqual({ ok: false, code: -32600, message: 'Invalid request: invalid type: sequence, expected a map' });
     expect(checkResourceReadMeta(5, 'docs', 1)).toEqual({ ok: false, code: -32600, message: 'Invalid request: invalid type: integer `5`, expected a map' });
-    expect(checkResourceReadMeta(true, 'docs', 1)).toEqual({ ok: false, code: -32600, message: 'Invalid request: invalid type: boolean `true`, expected a map' });
+    expect(checkResourceReadMeta(true, 'docs', 1)).toEqual({
+      ok: false,
+      code: -32600,
+      message: 'Invalid request: invalid type: boolean `true`, expected a map',
+    });
     expect(checkResourceReadMeta(null, 'docs', 3)).toEqual({ ok: true, forwarded: { progressToken: 3 } });
   });
   test('accepted _meta is forwarded verbatim, key order kept, plus progressToken', () => {

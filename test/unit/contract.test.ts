@@ -24,7 +24,10 @@ describe('CONTRACT.md, the rule IDs in code and the README agree', () => {
     const section = readme.slice(readme.indexOf('## The checks'), readme.indexOf('\n## ', readme.indexOf('## The checks') + 1));
     const listed = new Map<string, string>();
     for (const row of section.split('\n').filter((line) => line.startsWith('| `'))) {
-      const [names, rules] = row.split('|').slice(1, 3).map((cell) => cell.trim());
+      const [names, rules] = row
+        .split('|')
+        .slice(1, 3)
+        .map((cell) => cell.trim());
       let area = '';
       for (const [, name] of names!.matchAll(/`([^`]+)`/g)) {
         const id = name!.includes('/') ? name! : `${area}/${name}`;

@@ -3,19 +3,16 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { z } from 'zod';
-import {
-  adapterDescription,
-  adapterRejection,
-  argumentsFromSchema,
-  readSessionId,
-  renderArguments,
-  resolveExecAdapter,
-  usesShellString,
-} from '../../harness/exec-adapter.js';
+import { adapterRejection, argumentsFromSchema, readSessionId, renderArguments, resolveExecAdapter, usesShellString } from '../../harness/exec-adapter.js';
+import { hintText } from '../../cli/hints.js';
+import { adapterDescription } from '../../cli/reporters/index.js';
 import type { RawOutcome } from '../../harness/host-session.js';
 import { shellQuote } from '../../harness/observers.js';
 
-const tool = (name: string, properties: Record<string, unknown>, required?: string[]) => ({ name, inputSchema: { type: 'object', properties, ...(required ? { required } : {}) } });
+const tool = (name: string, properties: Record<string, unknown>, required?: string[]) => ({
+  name,
+  inputSchema: { type: 'object', properties, ...(required ? { required } : {}) },
+});
 
 describe('exec adapter detection', () => {
   test('an array property becomes {{argv}}, a string property {{command}}', () => {
@@ -26,10 +23,10 @@ describe('exec adapter detection', () => {
     });
     expect(resolveExecAdapter([tool('sh', { cmd: { type: ['string', 'null'] } })])).toMatchObject({ tool: 'sh', arguments: { cmd: '{{command}}' } });
   });
-  test('no command-like tool: a hint that names the flags', () => {
+  test('no command-like tool: said without flag text (the CLI words the hint, with its flags)', () => {
     const result = resolveExecAdapter([tool('echo', { text: { type: 'string' } })]);
-    expect(result).toHaveProperty('missing');
-    expect((result as { missing: string }).missing).toMatch(/--exec-tool NAME --exec-args/);
+    expect(result).toEqual({ missing: 'the suite found no tool that runs a command' });
+    expect(hintText('exec-adapter', {})).toMatch(/--exec-tool NAME --exec-args/);
   });
   test('--exec-tool without --exec-args reads that tool schema; an unknown tool is reported', () => {
     const tools = [tool('a', { command: { type: 'array' } }), tool('b', { command: { type: 'string' } })];
@@ -39,7 +36,13 @@ describe('exec adapter detection', () => {
   test('a command declared as anyOf/oneOf of string and array is detected, the array form preferred', () => {
     const str = { type: 'string' };
     const arr = { type: 'array', items: { type: 'string' } };
-    for (const union of [{ anyOf: [str, arr] }, { anyOf: [arr, str] }, { oneOf: [str, arr, { type: 'null' }] }, { oneOf: [{ type: 'null' }, arr] }, { type: ['string', 'array'] }]) {
+    for (const union of [
+      { anyOf: [str, arr] },
+      { anyOf: [arr, str] },
+      { oneOf: [str, arr, { type: 'null' }] },
+      { oneOf: [{ type: 'null' }, arr] },
+      { type: ['string', 'array'] },
+    ]) {
       expect(argumentsFromSchema(tool('shell', { command: union }))).toEqual({ command: '{{argv}}' });
     }
     expect(argumentsFromSchema(tool('shell', { command: { anyOf: [str, { type: 'null' }] } }))).toEqual({ command: '{{command}}' });
@@ -50,10 +53,15 @@ describe('exec adapter detection', () => {
     expect(argumentsFromSchema(tool('shell', schema, ['command', 'cwd', 'timeout']))).toEqual({ command: '{{argv}}', cwd: '{{cwd}}' });
     expect(argumentsFromSchema(tool('shell', schema, ['command']))).toEqual({ command: '{{argv}}' });
     for (const name of ['workdir', 'working_directory', 'workingDirectory', 'dir', 'directory']) {
-      expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, [name]: { type: ['string', 'null'] } }, ['cmd', name]))).toEqual({ cmd: '{{command}}', [name]: '{{cwd}}' });
+      expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, [name]: { type: ['string', 'null'] } }, ['cmd', name]))).toEqual({
+        cmd: '{{command}}',
+        [name]: '{{cwd}}',
+      });
     }
     // Not of string type, or not cwd-like: left out.
-    expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, cwd: { type: 'array' }, mode: { type: 'string' } }, ['cmd', 'cwd', 'mode']))).toEqual({ cmd: '{{command}}' });
+    expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, cwd: { type: 'array' }, mode: { type: 'string' } }, ['cmd', 'cwd', 'mode']))).toEqual({
+      cmd: '{{command}}',
+    });
   });
   test('explicit arguments win', () => {
     expect(resolveExecAdapter([], { tool: 'x', arguments: { a: 1 }, source: 'config' })).toEqual({ tool: 'x', arguments: { a: 1 }, source: 'config' });
@@ -102,13 +110,21 @@ describe('adapterRejection', () => {
   test("the SDK's own messages for an unknown tool and for arguments its schema refuses", async () => {
     // Produced live, so that a change of wording in the SDK shows here.
     const server = new McpServer({ name: 's', version: '1' });
-    server.registerTool('exec', { inputSchema: { command: z.array(z.string()).min(1), cwd: z.string() } }, async () => ({ content: [{ type: 'text', text: 'ran' }] }));
+    server.registerTool('exec', { inputSchema: { command: z.array(z.string()).min(1), cwd: z.string() } }, async () => ({
+      content: [{ type: 'text', text: 'ran' }],
+    }));
     const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const client = new Client({ name: 'c', version: '1' });
     await client.connect(clientSide);
     try {
-      for (const [name, args] of [['nope', {}], ['exec', {}], ['exec', { command: 'ls', cwd: '/' }], ['exec', { command: [], cwd: '/' }], ['exec', { command: ['ls'] }]] as const) {
+      for (const [name, args] of [
+        ['nope', {}],
+        ['exec', {}],
+        ['exec', { command: 'ls', cwd: '/' }],
+        ['exec', { command: [], cwd: '/' }],
+        ['exec', { command: ['ls'] }],
+      ] as const) {
         const result = await client.callTool({ name, arguments: args });
         expect(result.isError, JSON.stringify(result)).toBe(true);
         expect(adapterRejection({ kind: 'result', result, message: {} }), JSON.stringify(result)).toBe((result.content as { text: string }[])[0]!.text);

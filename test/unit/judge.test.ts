@@ -9,7 +9,8 @@ describe('launcher argv shape (FWD-1)', () => {
       problems: [],
     });
     expect(
-      parseLaunchArgv(['sandbox', '--sandbox-state-readable-root', '/opt', '--sandbox-state-json', '{}', '--sandbox-state-disable-network', '--', 'x']).problems,
+      parseLaunchArgv(['sandbox', '--sandbox-state-readable-root', '/opt', '--sandbox-state-json', '{}', '--sandbox-state-disable-network', '--', 'x'])
+        .problems,
     ).toEqual([]);
   });
   test('each defect is named', () => {

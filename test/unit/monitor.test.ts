@@ -107,7 +107,13 @@ let nextPid = 1000;
 function launch(launcher: LauncherName, argv: string[]): Launch {
   return { id: `launch-1700000000000000000-${nextPid++}-${launcher}`, launcher, argv, isCapabilityProbe: false };
 }
-const sandboxArgv = (state: unknown, command: string[]) => ['sandbox', '--sandbox-state-json', typeof state === 'string' ? state : JSON.stringify(state), '--', ...command];
+const sandboxArgv = (state: unknown, command: string[]) => [
+  'sandbox',
+  '--sandbox-state-json',
+  typeof state === 'string' ? state : JSON.stringify(state),
+  '--',
+  ...command,
+];
 /** A direct launch of call `index`'s probe argv under `state`. */
 const direct = (index: number, state: unknown = STATE_1, launcher: LauncherName = 'a') => launch(launcher, sandboxArgv(state, probeArgv(nonceOf(index))));
 /** A long-lived worker: a shell reading commands, carrying no call's nonce. */
@@ -230,7 +236,14 @@ describe('EXEC-1: nothing runs outside a launch; refused calls run nothing', () 
 
   test("a refused call that ran inside another call's worker: its own check, nothing else", () => {
     const w = worker(STATE_1);
-    const calls = [call(1), call(2, { expect: 'refuse', check: 'launcher/relative-path', sent: { state: STATE_1, stateDeprecated: STATE_1, launcher: { codexExecutable: 'codex' } } })];
+    const calls = [
+      call(1),
+      call(2, {
+        expect: 'refuse',
+        check: 'launcher/relative-path',
+        sent: { state: STATE_1, stateDeprecated: STATE_1, launcher: { codexExecutable: 'codex' } },
+      }),
+    ];
     expect(pairs(judge(calls, { launches: [w], probeRuns: [runOf(1, w), runOf(2, w)] }))).toEqual([['launcher/relative-path', 2]]);
   });
 
@@ -278,7 +291,15 @@ describe('FWD-1: the launch argv shape', () => {
 
   test('the state split over two --sandbox-state-json arguments', () => {
     const { permissionProfile, ...rest } = STATE_1;
-    const l1 = launch('a', ['sandbox', '--sandbox-state-json', JSON.stringify(permissionProfile), '--sandbox-state-json', JSON.stringify(rest), '--', ...probeArgv(nonceOf(1))]);
+    const l1 = launch('a', [
+      'sandbox',
+      '--sandbox-state-json',
+      JSON.stringify(permissionProfile),
+      '--sandbox-state-json',
+      JSON.stringify(rest),
+      '--',
+      ...probeArgv(nonceOf(1)),
+    ]);
     expect(pairs(judge([call(1)], { launches: [l1], probeRuns: [runOf(1, l1)] }))).toEqual([[CANONICAL.argvShape, 1]]);
   });
 
@@ -372,13 +393,17 @@ describe('LAUNCH-1: exactly the codexExecutable that was sent', () => {
 
   test("a trap carrying the nonce of a refused call is that call's", () => {
     const owners = new Map([['not-executable', 'launcher/not-executable']]);
-    const refused = call(1, { expect: 'refuse', check: 'launcher/relative-path', sent: { state: STATE_1, stateDeprecated: STATE_1, launcher: { codexExecutable: 'codex' } } });
+    const refused = call(1, {
+      expect: 'refuse',
+      check: 'launcher/relative-path',
+      sent: { state: STATE_1, stateDeprecated: STATE_1, launcher: { codexExecutable: 'codex' } },
+    });
     const fired = trap('not-executable', sandboxArgv(STATE_1, probeArgv(nonceOf(1))));
     expect(pairs(judge([refused], { trapCalls: [fired] }, owners))).toEqual([['launcher/relative-path', 1]]);
     expect(pairs(judge([refused], { trapCalls: [trap('path-search', fired.argv)] }))).toEqual([['launcher/relative-path', 1]]);
   });
 
-  test("a launch of launcher b for a call that sent a (no call sent b): LAUNCH-1", () => {
+  test('a launch of launcher b for a call that sent a (no call sent b): LAUNCH-1', () => {
     const lb = direct(1, STATE_1, 'b');
     const findings = judge([call(1), call(2, { state: STATE_2 })], { launches: [lb], probeRuns: [runOf(1, lb)] });
     expect(pairs(findings)).toEqual([[CANONICAL.launcher, 1]]);
@@ -402,8 +427,20 @@ describe('authorityOf', () => {
 
   test('a missing, malformed, relative or unusable launcher is none', () => {
     expect(authorityOf(entries(undefined), 'stdio', usable)).toEqual({ kind: 'none', why: 'no launcher was sent' });
-    for (const launcher of [A, null, [A], {}, { codexExecutable: 'codex' }, { codexExecutable: './launcher/codex' }, { codexExecutable: '/fake/missing/codex' }, { codexExecutable: 42 }]) {
-      expect(authorityOf(entries(launcher), 'stdio', usable), JSON.stringify(launcher)).toMatchObject({ kind: 'none', why: expect.stringContaining('not an absolute path') });
+    for (const launcher of [
+      A,
+      null,
+      [A],
+      {},
+      { codexExecutable: 'codex' },
+      { codexExecutable: './launcher/codex' },
+      { codexExecutable: '/fake/missing/codex' },
+      { codexExecutable: 42 },
+    ]) {
+      expect(authorityOf(entries(launcher), 'stdio', usable), JSON.stringify(launcher)).toMatchObject({
+        kind: 'none',
+        why: expect.stringContaining('not an absolute path'),
+      });
     }
   });
 
@@ -414,11 +451,18 @@ describe('authorityOf', () => {
   test('the current key wins; the deprecated key only when the current one is absent', () => {
     const launcher = { codexExecutable: A };
     expect(authorityOf({ state: STATE_1, stateDeprecated: STATE_2, launcher }, 'stdio', usable)).toEqual({ kind: 'valid', codexExecutable: A, state: STATE_1 });
-    expect(authorityOf({ state: STATE_1, stateDeprecated: 'garbage', launcher }, 'stdio', usable)).toEqual({ kind: 'valid', codexExecutable: A, state: STATE_1 });
+    expect(authorityOf({ state: STATE_1, stateDeprecated: 'garbage', launcher }, 'stdio', usable)).toEqual({
+      kind: 'valid',
+      codexExecutable: A,
+      state: STATE_1,
+    });
     expect(authorityOf({ stateDeprecated: STATE_2, launcher }, 'stdio', usable)).toEqual({ kind: 'valid', codexExecutable: A, state: STATE_2 });
     // A non-object current state does not fall back to the deprecated one: it is none.
     for (const state of [true, null, 'x', [STATE_1], 0]) {
-      expect(authorityOf({ state, stateDeprecated: STATE_2, launcher }, 'stdio', usable), JSON.stringify(state)).toEqual({ kind: 'none', why: 'the state is not an object' });
+      expect(authorityOf({ state, stateDeprecated: STATE_2, launcher }, 'stdio', usable), JSON.stringify(state)).toEqual({
+        kind: 'none',
+        why: 'the state is not an object',
+      });
     }
     expect(authorityOf({ stateDeprecated: true, launcher }, 'stdio', usable)).toEqual({ kind: 'none', why: 'the state is not an object' });
     expect(authorityOf({ launcher }, 'stdio', usable)).toEqual({ kind: 'none', why: 'no state was sent' });
@@ -476,11 +520,13 @@ describe('order of the observation log', () => {
 });
 
 describe('HTTP-1: anything that runs for a call over HTTP', () => {
-  test('is charged to the HTTP rule, whichever check the call was made for; a planted trap stays its owner\'s', () => {
+  test("is charged to the HTTP rule, whichever check the call was made for; a planted trap stays its owner's", () => {
     const overHttp = call(1, { transport: 'http', expect: 'refuse', check: 'own/arguments-over-http' });
     expect(overHttp.authority.kind).toBe('none');
     expect(pairs(judge([overHttp], { probeRuns: [runOf(1, '')] }))).toEqual([[CANONICAL.http, 1]]);
     const fired = trap('launcher-in-arguments', sandboxArgv(STATE_1, probeArgv(nonceOf(1))));
-    expect(pairs(judge([overHttp], { trapCalls: [fired] }, new Map([['launcher-in-arguments', 'own/arguments-over-http']])))).toEqual([['own/arguments-over-http', 1]]);
+    expect(pairs(judge([overHttp], { trapCalls: [fired] }, new Map([['launcher-in-arguments', 'own/arguments-over-http']])))).toEqual([
+      ['own/arguments-over-http', 1],
+    ]);
   });
 });

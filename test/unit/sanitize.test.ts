@@ -51,7 +51,9 @@ describe('redact', () => {
     expect(redact('PORT=3 authority=codex author=me --verbose yes')).toBe('PORT=3 authority=codex author=me --verbose yes');
   });
   test('URLs: the userinfo password and key-like query parameters', () => {
-    expect(redact('http://user:pw@127.0.0.1:8/mcp?token=t&x=1&api_key=k')).toBe('http://user:[redacted]@127.0.0.1:8/mcp?token=[redacted]&x=1&api_key=[redacted]');
+    expect(redact('http://user:pw@127.0.0.1:8/mcp?token=t&x=1&api_key=k')).toBe(
+      'http://user:[redacted]@127.0.0.1:8/mcp?token=[redacted]&x=1&api_key=[redacted]',
+    );
     expect(redact('see https://example.com/a?page=2')).toBe('see https://example.com/a?page=2');
   });
   test('token shapes, whatever they are called', () => {
@@ -83,7 +85,9 @@ describe('secrets the user gave', () => {
 
 describe('workflow commands', () => {
   test('defused: "::" at a line start (after blanks), "##[" anywhere', () => {
-    expect(defuseWorkflowCommands('::error::x\n  ::add-mask::y\nok ::z\n##[error]a b##[group]c')).toBe('\\::error::x\n  \\::add-mask::y\nok ::z\n#\\#[error]a b#\\#[group]c');
+    expect(defuseWorkflowCommands('::error::x\n  ::add-mask::y\nok ::z\n##[error]a b##[group]c')).toBe(
+      '\\::error::x\n  \\::add-mask::y\nok ::z\n#\\#[error]a b#\\#[group]c',
+    );
   });
   test('githubSafe wraps a block in a stop-commands pair whose token is not in the block', () => {
     const wrapped = githubSafe('::error::forged\nline 2\n').split('\n');

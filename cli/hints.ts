@@ -1,0 +1,40 @@
+import type { Hint } from '../suites/model.js';
+import type { RunReport } from '../suites/runner.js';
+import { locateRealCodex } from '../harness/real-codex.js';
+import { adapterDescription } from './reporters/index.js';
+
+/**
+ * What the user can do about a verdict, in the CLI's own words: its flags and config keys. The
+ * suites give a code (`Hint`); this is the only place that turns it into flag text.
+ */
+export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>): string {
+  switch (hint) {
+    case 'assume-opt-in':
+      return '; --assume-opt-in sends them anyway';
+    case 'http-target':
+      return ': --url http://127.0.0.1:PORT/mcp, or --http-command "<cmd with {port}>"';
+    case 'stdio-target':
+      return ': give the stdio server command too';
+    case 'real-codex': {
+      const found = locateRealCodex();
+      return `: --codex PATH${'path' in found ? ` (one is installed here: --codex ${found.path})` : ''}`;
+    }
+    case 'session-adapter':
+      return ': "session" in mcp-sandbox-conformance.json or --session \'{"open":…,"send":…,"sessionId":…}\' (see README)';
+    case 'exec-adapter':
+      return `${report.exec ? ` (the suite used the ${adapterDescription(report.exec)})` : ''}; name the tool and its arguments with --exec-tool NAME --exec-args '{"command":"{{argv}}"}' (or "exec" in mcp-sandbox-conformance.json)`;
+    case 'scenario-timeout':
+      return '; raise it with --scenario-timeout';
+    case 'run-timeout':
+      return '; raise it with --run-timeout';
+    case 'explore-off':
+      return ' (--no-explore, --explore 0 or "explore": false in the config); --explore N runs N sequences';
+  }
+}
+
+/** The report with each hint worded into its check's message, once, before any reporter runs. */
+export function withHints<R extends RunReport>(report: R): R {
+  const worded = new Map<Hint, string>();
+  const word = (hint: Hint) => worded.get(hint) ?? worded.set(hint, hintText(hint, report)).get(hint)!;
+  return { ...report, results: report.results.map((r) => (r.hint ? { ...r, message: `${r.message ?? ''}${word(r.hint)}` } : r)) };
+}

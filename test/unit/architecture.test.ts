@@ -1,0 +1,50 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { expect, test } from 'vitest';
+import { packageRoot } from '../../harness/paths.js';
+
+// The layers: cli/ parses and reports, suites/ decides, harness/ speaks and observes. Imports run
+// one way (cli -> suites -> harness), and only cli/ knows the CLI's flags: below it, what a user
+// can do about a verdict is a code (suites/model.ts Hint) that cli/hints.ts words.
+const root = packageRoot();
+const sources = (dir: string): string[] =>
+  readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+  );
+const importsOf = (file: string) =>
+  [...readFileSync(join(root, file), 'utf8').matchAll(/\bfrom\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => m[1] ?? m[2]!);
+const layerOf = (file: string, specifier: string) => relative(root, join(root, file, '..', specifier)).split('/')[0];
+
+test('imports run one way: cli -> suites -> harness', () => {
+  const forbidden: Record<string, string[]> = { harness: ['suites', 'cli'], suites: ['cli'] };
+  const wrong = Object.entries(forbidden).flatMap(([layer, above]) =>
+    sources(layer).flatMap((file) =>
+      importsOf(file)
+        .filter((specifier) => specifier.startsWith('.') && above.includes(layerOf(file, specifier)!))
+        .map((specifier) => `${file} imports ${specifier}`),
+    ),
+  );
+  expect(wrong).toEqual([]);
+  // The check is not vacuous: cli/ does import suites/ and harness/.
+  expect(sources('cli').some((file) => importsOf(file).some((s) => layerOf(file, s) === 'suites'))).toBe(true);
+});
+
+test('no flag text below cli/: suites/ and harness/ never name a CLI flag outside comments', () => {
+  const cliText = sources('cli')
+    .map((file) => readFileSync(join(root, file), 'utf8'))
+    .join('\n');
+  const flags = [...new Set([...cliText.matchAll(/\.option\(\s*'([a-z][a-z-]+)'/g)].map((m) => m[1]!))];
+  expect(flags).toEqual(expect.arrayContaining(['codex', 'url', 'assume-opt-in', 'exec-tool', 'explore', 'scenario-timeout']));
+  const flagText = new RegExp(`--(?:no-)?(?:${flags.join('|')})(?![\\w-])`);
+  const found = ['suites', 'harness'].flatMap((layer) =>
+    sources(layer).flatMap((file) =>
+      readFileSync(join(root, file), 'utf8')
+        // Comments may explain which flag feeds a value; only code and its strings are checked.
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/(^|\s)\/\/.*$/gm, '$1')
+        .split('\n')
+        .flatMap((line, i) => (flagText.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+    ),
+  );
+  expect(found).toEqual([]);
+});
