@@ -139,7 +139,6 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
     policyChanges: args['policy-changes'],
     env: parseEnvPairs(many(args.env)),
     select,
-    strict: args.strict || args['fail-on'] === 'should',
   });
   return emitResults(report, args, { target: host.display, version, checks: hostCheckDefs, mode: 'host' });
 }

@@ -299,7 +299,6 @@ async function main(argv: string[]): Promise<number> {
       assumeOptIn: args['assume-opt-in'] ?? config.assumeOptIn ?? false,
       startupTimeoutMs: Math.round((args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000),
       callTimeoutMs: Math.round((args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000),
-      strict: args.strict || args['fail-on'] === 'should',
       catalogStartups: args['catalog-startups'],
       explore,
     },

@@ -1,3 +1,4 @@
+import { grade, strictOf } from './grade.js';
 import { withHints } from './hints.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -197,7 +198,7 @@ const RENDER: Record<Exclude<ReporterName, 'human'>, (data: ReportData) => strin
 export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
   const secrets = userSecrets(args);
-  const report = sanitizeRun(withHints(rawReport), secrets);
+  const report = sanitizeRun(withHints({ ...rawReport, results: grade(rawReport.results, strictOf(args)) }), secrets);
   const specs = parseReporters(many(args.reporter));
   const baselineFile = single(args, 'baseline');
   const transcriptsDir = single(args, 'transcripts');
@@ -237,7 +238,7 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
     target: describeTarget(args, context.target, secrets),
     checks: context.checks,
     ...(context.mode ? { mode: context.mode } : {}),
-    failOn: args.strict || args['fail-on'] === 'should' ? 'should' : 'must',
+    failOn: strictOf(args) ? 'should' : 'must',
     exitCode,
     transcriptFiles,
     baseline,

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect as tcpConnect } from 'node:net';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from './json.js';
@@ -150,11 +150,17 @@ export class CodexHttpTransport implements Transport {
   /** Settled once tools/list is answered; never, when the connection ends first (the GET is then never sent). */
   private readonly listed = new Promise<void>((resolve) => (this.openStream = resolve));
 
-  constructor(url: string) {
+  /** The SDK's HTTP client is loaded only when a run has an HTTP target: it is a third of the CLI's start-up. */
+  static async create(url: string): Promise<CodexHttpTransport> {
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    return new CodexHttpTransport(url, StreamableHTTPClientTransport);
+  }
+
+  private constructor(url: string, Sdk: typeof StreamableHTTPClientTransport) {
     const parts = splitCredentials(url);
     this.url = parts.url.href;
     this.headers = { ...CODEX_HTTP_HEADERS, ...(parts.authorization ? { authorization: parts.authorization } : {}) };
-    this.sdk = new StreamableHTTPClientTransport(parts.url, { fetch: (input, init) => this.fetch(input, init) });
+    this.sdk = new Sdk(parts.url, { fetch: (input, init) => this.fetch(input, init) });
     this.sdk.onmessage = (message) => {
       this.observe(message);
       this.onmessage?.(message);

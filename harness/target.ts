@@ -83,7 +83,7 @@ async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeo
       throw new TargetStartError((error as Error).message, transcript.stderrTail());
     }
   }
-  const http = new CodexHttpTransport(server?.url ?? (target as { url: string }).url);
+  const http = await CodexHttpTransport.create(server?.url ?? (target as { url: string }).url);
   const session = new HostSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${http.url} closed`, purpose);
   const close = async () => {
     await http.terminateSession().catch(() => undefined);

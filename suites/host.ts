@@ -19,7 +19,7 @@ import { withMethod, type RecordedMessage } from '../harness/host-mode/recording
 import type { TranscriptEntry } from '../harness/transcript.js';
 import { isObject } from '../harness/json.js';
 import { keyOrderDifferences, structuralDiff } from './judge.js';
-import { couldNotRun, fail, notApplicable, pass, type CheckDef, type CheckResult, type Verdict } from './model.js';
+import { couldNotRun, fail, notApplicable, pass, resultOf, type CheckDef, type CheckResult, type Verdict } from './model.js';
 import type { RunReport } from './runner.js';
 
 /**
@@ -85,6 +85,14 @@ const label = (record: RecordedMessage, ctx: HostObservations): string => {
     : `${where} model call ${String(meta?.callId ?? `#${String(record.message.id)}`)}`;
 };
 
+/** A judge of the direct call with verbatim caller _meta, given its _meta as the recording server got it (several HOST-4 checks). */
+const onVerbatimCall =
+  (judge: (ctx: HostObservations, meta: Record<string, unknown>) => Verdict) =>
+  (ctx: HostObservations): Verdict => {
+    const record = directCall(ctx, 'tool-call/verbatim');
+    if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, 'tool-call/verbatim')?.outcome)], ctx.app.problems);
+    return judge(ctx, metaOf(record) ?? {});
+  };
 function whyMissing(what: string, ...problems: string[][]): Verdict {
   const all = problems.flat();
   return couldNotRun(`${what}${all.length ? `: ${all.join('; ')}` : ' (the host never made it; its transcript has what was seen)'}`);
@@ -506,10 +514,7 @@ export const hostChecks: HostCheck[] = [
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
-    judge(ctx) {
-      const record = directCall(ctx, 'tool-call/verbatim');
-      if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, 'tool-call/verbatim')?.outcome)], ctx.app.problems);
-      const got = metaOf(record) ?? {};
+    judge: onVerbatimCall((ctx, got) => {
       const sent = APP_INPUTS.verbatimMeta as Record<string, unknown>;
       const expected = Object.fromEntries(Object.entries(sent).filter(([k]) => k !== 'threadId'));
       const arrived = Object.fromEntries(
@@ -523,7 +528,7 @@ export const hostChecks: HostCheck[] = [
       if (extra.length) problems.push(`+ host added ${extra.join(', ')}`);
       if (problems.length === 0) return pass();
       return fail('caller _meta did not arrive verbatim', { expected, actual: got, diff: problems });
-    },
+    }),
   },
   {
     id: 'host/direct-call-thread-id',
@@ -538,16 +543,14 @@ export const hostChecks: HostCheck[] = [
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
-    judge(ctx) {
-      const record = directCall(ctx, 'tool-call/verbatim');
-      if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, 'tool-call/verbatim')?.outcome)], ctx.app.problems);
-      const got = (metaOf(record) ?? {}).threadId;
+    judge: onVerbatimCall((ctx, meta) => {
+      const got = meta.threadId;
       if (got === ctx.app.threadId) return pass();
       return fail(got === APP_INPUTS.verbatimMeta.threadId ? "the caller's threadId was passed through" : "threadId is not the thread's id", {
         expected: { threadId: ctx.app.threadId },
         actual: { threadId: got ?? '(absent)' },
       });
-    },
+    }),
   },
   {
     id: 'host/direct-call-sandbox-entries',
@@ -564,10 +567,7 @@ export const hostChecks: HostCheck[] = [
     needs: [],
     transports: BOTH,
     scenario: 'app-server',
-    judge(ctx) {
-      const record = directCall(ctx, 'tool-call/verbatim');
-      if (!record) return whyMissing('the direct call did not reach the recording server', [json(step(ctx, 'tool-call/verbatim')?.outcome)], ctx.app.problems);
-      const meta = metaOf(record) ?? {};
+    judge: onVerbatimCall((ctx, meta) => {
       const problems: string[] = [];
       const missing = [STATE_KEY, STATE_KEY_DEPRECATED].filter((k) => !hasOwn(meta, k));
       if (missing.length) problems.push(`missing ${missing.join(', ')}`);
@@ -591,7 +591,7 @@ export const hostChecks: HostCheck[] = [
         },
         actual: Object.keys(sandbox).length ? sandbox : '(no sandbox entries)',
       });
-    },
+    }),
   },
   {
     id: 'host/direct-call-no-opt-in-stripped',
@@ -853,8 +853,6 @@ export interface HostPlan {
   /** App-server turns that change the sandbox policy (default POLICY_CHANGES). */
   policyChanges?: number;
   select?: (checkId: string) => boolean;
-  /** SHOULD findings fail (--strict / --fail-on should), as in server mode. */
-  strict?: boolean;
 }
 
 async function limit<T>(jobs: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
@@ -911,37 +909,6 @@ function transcriptOf(o: ExecObservation | AppObservation, kind: 'exec' | 'app-s
   ];
 }
 
-/** Grades a verdict as server mode does (suites/runner.ts): a finding fails at MUST, and at SHOULD with strict; otherwise it warns. */
-function resultOf(check: HostCheck, verdict: Verdict, o: HostObservations, strict: boolean, transcript: TranscriptEntry[], durationMs: number): CheckResult {
-  const base = {
-    id: check.id,
-    rule: check.rule,
-    level: check.level,
-    title: check.title,
-    transport: o.transport,
-    scenario: `host ${check.scenario}`,
-    durationMs,
-    transcript,
-  };
-  switch (verdict.status) {
-    case 'pass':
-      return { ...base, status: 'pass', message: verdict.note };
-    case 'fail':
-      return {
-        ...base,
-        status: check.level === 'MUST' || (check.level === 'SHOULD' && strict) ? 'fail' : 'warn',
-        message: verdict.message,
-        expected: verdict.expected,
-        actual: verdict.actual,
-        diff: verdict.diff,
-      };
-    case 'skip':
-      return { ...base, status: 'skip', reason: verdict.reason, message: verdict.message };
-    case 'error':
-      return { ...base, status: 'error', message: verdict.message };
-  }
-}
-
 /** Runs the host per transport, then judges every selected check: a RunReport like server mode's, for cli/results.ts. */
 export async function runHostMode(plan: HostPlan): Promise<RunReport> {
   const started = Date.now();
@@ -976,7 +943,8 @@ export async function runHostMode(plan: HostPlan): Promise<RunReport> {
       const uses = check.scenario === 'exec' ? [ctx.exec] : check.scenario === 'app-server' ? [ctx.app] : [ctx.exec, ctx.app];
       const durationMs = uses.reduce((sum, o) => sum + o.durationMs, 0) + (Date.now() - checkStarted);
       const transcript = check.scenario === 'exec' ? exec : check.scenario === 'app-server' ? app : both;
-      results.push(resultOf(check, verdict, ctx, plan.strict ?? false, transcript, durationMs));
+      const { id, rule, level, title } = check;
+      results.push(resultOf(verdict, { id, rule, level, title, transport: ctx.transport, scenario: `host ${check.scenario}`, durationMs, transcript }));
     }
   }
   // The host failed to start when a run of it failed and not one request reached a recording server.

@@ -152,7 +152,6 @@ export interface RunOptions {
   assumeOptIn: boolean;
   callTimeoutMs: number;
   startupTimeoutMs: number;
-  strict: boolean;
   /** How many startups the catalog scenario overlaps (CAT-1, CAT-2); default 3. */
   catalogStartups?: number;
   /** Exploration budget; absent means off. */
@@ -282,6 +281,41 @@ export const couldNotRun = (message: string, blockedBy?: string, hint?: Hint): V
   ...(hint ? { hint } : {}),
 });
 export const notApplicable = (message: string, hint?: Hint): Verdict => ({ status: 'skip', reason: 'not-applicable', message, ...(hint ? { hint } : {}) });
+
+/**
+ * A verdict as a result, ungraded: a finding is `fail` at every level; the CLI grades it (SHOULD
+ * and INFO findings warn unless --strict) and applies the baseline.
+ */
+export function resultOf(
+  verdict: Verdict,
+  base: Pick<CheckResult, 'id' | 'rule' | 'level' | 'title' | 'transport' | 'scenario' | 'durationMs' | 'transcript'>,
+): CheckResult {
+  switch (verdict.status) {
+    case 'pass':
+      return { ...base, status: 'pass', message: verdict.note };
+    case 'fail':
+      return {
+        ...base,
+        status: 'fail',
+        message: verdict.message,
+        expected: verdict.expected,
+        actual: verdict.actual,
+        diff: verdict.diff,
+        ...(verdict.counterexample ? { counterexample: verdict.counterexample } : {}),
+      };
+    case 'skip':
+      return {
+        ...base,
+        status: 'skip',
+        reason: verdict.reason,
+        message: verdict.message,
+        ...(verdict.blockedBy ? { blockedBy: verdict.blockedBy } : {}),
+        ...(verdict.hint ? { hint: verdict.hint } : {}),
+      };
+    case 'error':
+      return { ...base, status: 'error', message: verdict.message, ...(verdict.hint ? { hint: verdict.hint } : {}) };
+  }
+}
 
 /** A scenario that decides exactly one check: most scenarios are. */
 export function singleCheckScenario(check: CheckDef, judge: (ctx: ScenarioContext) => Promise<Verdict>, transports: Transport[] = ['stdio']): Scenario {

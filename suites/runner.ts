@@ -18,6 +18,7 @@ import {
   type CheckDef,
   type CheckResult,
   type ControlFacts,
+  resultOf,
   type Hint,
   type IsolatedContext,
   type RunOptions,
@@ -388,7 +389,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       job,
       scenario.checks
         .filter((check) => plan.select(check.id))
-        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, connection, durationMs, plan.options.strict)),
+        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, connection, durationMs)),
     );
     done++;
     plan.onProgress?.({ kind: 'scenario-end', scenario: scenario.id, transport: job.transport, done, total: queue.length });
@@ -422,7 +423,6 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     applyFindings(
       [...resultsByJob.values()].flat(),
       [...logsByJob.values()].flatMap((l) => l.findings),
-      plan.options.strict,
     );
     forgetMarker();
     rmSync(root, { recursive: true, force: true });
@@ -627,7 +627,7 @@ const MAX_FINDINGS_SHOWN = 12;
  * its transport), or its call's own check when that one is not in this run. A verdict that
  * already failed keeps its message and gains the findings as diff lines.
  */
-function applyFindings(results: CheckResult[], findings: Finding[], strict: boolean): void {
+function applyFindings(results: CheckResult[], findings: Finding[]): void {
   const row = (check: string, transport: Transport) => results.find((r) => r.id === check && r.transport === transport);
   const charged = new Map<CheckResult, Finding[]>();
   for (const finding of findings) {
@@ -647,7 +647,8 @@ function applyFindings(results: CheckResult[], findings: Finding[], strict: bool
       continue;
     }
     const first = list[0]!;
-    result.status = result.level === 'MUST' || (result.level === 'SHOULD' && strict) ? 'fail' : 'warn';
+    // Graded (SHOULD or INFO findings as warnings, --strict) by the CLI, with the baseline.
+    result.status = 'fail';
     delete result.reason;
     result.message =
       list.length === 1 ? first.message : `${first.message} (and ${list.length - 1} more finding${list.length === 2 ? '' : 's'} of the sandbox monitor)`;
@@ -666,42 +667,8 @@ function toResult(
   transport: Transport,
   connection: Connection | undefined,
   durationMs: number,
-  strict: boolean,
 ): CheckResult {
   const decided: Verdict = verdict ?? { status: 'error', message: `scenario ${scenario.id} reached no verdict for this check` };
-  const base = {
-    id: check.id,
-    rule: check.rule,
-    level: check.level,
-    title: check.title,
-    transport,
-    scenario: scenario.id,
-    durationMs,
-    transcript: connection?.transcript.entries ?? [],
-  } as const;
-  switch (decided.status) {
-    case 'pass':
-      return { ...base, status: 'pass', message: decided.note };
-    case 'fail':
-      return {
-        ...base,
-        status: check.level === 'MUST' || (check.level === 'SHOULD' && strict) ? 'fail' : 'warn',
-        message: decided.message,
-        expected: decided.expected,
-        actual: decided.actual,
-        diff: decided.diff,
-        ...(decided.counterexample ? { counterexample: decided.counterexample } : {}),
-      };
-    case 'skip':
-      return {
-        ...base,
-        status: 'skip',
-        reason: decided.reason,
-        message: decided.message,
-        ...(decided.blockedBy ? { blockedBy: decided.blockedBy } : {}),
-        ...(decided.hint ? { hint: decided.hint } : {}),
-      };
-    case 'error':
-      return { ...base, status: 'error', message: decided.message, ...(decided.hint ? { hint: decided.hint } : {}) };
-  }
+  const { id, rule, level, title } = check;
+  return resultOf(decided, { id, rule, level, title, transport, scenario: scenario.id, durationMs, transcript: connection?.transcript.entries ?? [] });
 }

@@ -1,3 +1,4 @@
+import { withHints } from '../cli/hints.js';
 import { readdirSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { relative } from 'node:path';
@@ -63,13 +64,13 @@ const leftoversBefore = outsideLeftovers();
 afterAll(() => removePrivateCodexHome());
 
 describe('without --codex', () => {
-  test('the enforcement checks are skipped as not applicable, naming the flag', async () => {
+  test('the enforcement checks are skipped as not applicable, with a hint the CLI words with the flag', async () => {
     const report = await runSuite(plan({ args: [referenceServer] }, ENFORCEMENT, false), allScenarios);
     expect(report.results.map((r) => r.id).sort()).toEqual([...ENFORCEMENT].sort());
     for (const result of report.results) {
-      expect(result).toMatchObject({ status: 'skip', reason: 'not-applicable' });
-      expect(result.message).toMatch(/--codex PATH/);
+      expect(result).toMatchObject({ status: 'skip', reason: 'not-applicable', message: 'needs a real Codex CLI', hint: 'real-codex' });
     }
+    expect(withHints(report).results[0]!.message).toMatch(/^needs a real Codex CLI: --codex PATH/);
   });
 });
 

@@ -1,3 +1,4 @@
+import { grade } from '../cli/grade.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allScenarios } from '../suites/index.js';
@@ -34,14 +35,16 @@ export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> 
       http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', env } : undefined,
     },
     session: referenceSession,
-    options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, strict: false, ...overrides },
+    options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, ...overrides },
     jobs,
     select,
   };
 }
 
+/** A run graded as the CLI grades it by default (SHOULD findings warn). */
 export async function runAgainst(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}) {
-  return runSuite(nodePlan(args, overrides, variant), allScenarios);
+  const report = await runSuite(nodePlan(args, overrides, variant), allScenarios);
+  return { ...report, results: grade(report.results, false) };
 }
 
 export const idsWith = (results: CheckResult[], status: CheckResult['status']) =>

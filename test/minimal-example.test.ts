@@ -23,7 +23,8 @@ test('the minimal example stays short', () => {
 });
 
 test('the minimal example passes every check that needs no session, HTTP or resources', async () => {
-  const { code, stdout, stderr } = await runCli(['--reporter', 'json', ...(codexPath ? ['--codex', codexPath] : []), example]);
+  // As a default run: exploration on.
+  const { code, stdout, stderr } = await runCli(['--reporter', 'json', ...(codexPath ? ['--codex', codexPath] : []), example], { explore: true });
   expect(code, stderr).toBe(0);
   const report = JSON.parse(stdout) as { checks: { id: string; status: string; skipReason?: string; message?: string }[] };
   const unexpected = report.checks.filter(
