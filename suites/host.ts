@@ -871,6 +871,7 @@ async function limit<T>(jobs: number, tasks: (() => Promise<T>)[]): Promise<T[]>
 const emptyExec = (transport: Transport): ExecObservation => ({
   transport,
   workspace: '',
+  httpRequests: [],
   records: [],
   plainRecords: [],
   stdout: '',

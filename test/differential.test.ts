@@ -21,9 +21,11 @@ import {
   RECORDING_RESOURCE,
   RECORDING_SERVER,
   RECORDING_TOOL,
+  readHttpRequests,
   readRecording,
   startRecordingServer,
   type Capability,
+  type HttpRequestRecord,
   type RecordedMessage,
 } from '../harness/host-mode/recording.js';
 import { locateRealCodex } from '../harness/real-codex.js';
@@ -101,7 +103,7 @@ async function fakeCalls(
   profile: StateProfile,
   state: Record<string, unknown>,
   dirs: ReturnType<typeof fakeDirs>,
-): Promise<RecordedMessage[]> {
+): Promise<Pick<Capture, 'records' | 'httpRequests'>> {
   const log = join(dirs.dir, `rec-${capability}.jsonl`);
   const connection = await connect(recordingTarget(transport, log, capability), dirs.trap, 30_000);
   // The policy in force, which the turn metadata names also on calls that carry no state.
@@ -115,7 +117,7 @@ async function fakeCalls(
   } finally {
     await connection.close();
   }
-  return readRecording(log);
+  return { records: readRecording(log), ...(transport === 'http' ? { httpRequests: readHttpRequests(log) } : {}) };
 }
 
 async function captureFakeExec(transport: Transport, profile: StateProfile): Promise<ExecCaptures> {
@@ -124,8 +126,8 @@ async function captureFakeExec(transport: Transport, profile: StateProfile): Pro
   const state = codexState(profile, dirs.workspace, { linuxSandboxExe: codexPath });
   const paths = { workspace: dirs.workspace, codex: codexPath };
   return {
-    optedIn: { transport, records: await fakeCalls(transport, 'current', 2, profile, state, dirs), paths },
-    plain: { transport, records: await fakeCalls(transport, 'none', 1, profile, state, dirs), optedIn: false, paths },
+    optedIn: { transport, ...(await fakeCalls(transport, 'current', 2, profile, state, dirs)), paths },
+    plain: { transport, ...(await fakeCalls(transport, 'none', 1, profile, state, dirs)), optedIn: false, paths },
   };
 }
 
@@ -194,7 +196,7 @@ beforeAll(async () => {
     );
     const paths = { workspace: observation.workspace, codex: codexPath };
     realExec.set(key(transport, profile), {
-      optedIn: { transport, records: observation.records, paths },
+      optedIn: { transport, records: observation.records, paths, ...(transport === 'http' ? { httpRequests: observation.httpRequests } : {}) },
       plain: { transport, records: observation.plainRecords, optedIn: false, paths },
     });
     const fakeStarted = Date.now();
@@ -213,6 +215,8 @@ describe.skipIf(missing !== undefined)(`our fake host vs real Codex ${'version' 
     const { optedIn, plain } = realExec.get(key(transport, profile))!;
     expect(optedIn.records.filter((r) => r.message.method === 'tools/call')).toHaveLength(2);
     expect(plain.records.filter((r) => r.message.method === 'tools/call')).toHaveLength(1);
+    // Over HTTP the requests themselves were recorded too (compareCaptures compares them).
+    if (transport === 'http') expect(optedIn.httpRequests!.filter((r) => r.http === 'GET' || r.rpc.includes('tools/call')).length).toBeGreaterThanOrEqual(2);
   });
 
   test.each(SETTINGS)('over %s under %s, the fake host sends what real Codex sends, call for call', (transport, profile) => {
@@ -268,6 +272,37 @@ describe('the comparison can fail (planted differences in a copy of our own capt
   test('identical captures: no difference', () => {
     for (const { optedIn, plain } of ours.values()) expect([...compareCaptures(optedIn, optedIn), ...compareCaptures(plain, plain)]).toEqual([]);
     expect(compareCaptures(app, app, ['initialize', 'resourceReads', 'inventory'])).toEqual([]);
+  });
+  test('over HTTP the requests themselves are compared: a header, a missing protocol version, the GET stream', () => {
+    const http = ours.get(key('http', 'workspace-write'))!.optedIn;
+    const requests = http.httpRequests!;
+    // Not vacuous: the fake's own HTTP requests were recorded, the GET stream and a tools/call among them.
+    expect(requests.some((r) => r.http === 'GET')).toBe(true);
+    expect(requests.some((r) => r.rpc.includes('tools/call'))).toBe(true);
+    expect(requests.every((r) => r.headers['user-agent'] === 'codex-mcp-client/0.171.0')).toBe(true);
+    const withRequests = (edit: (r: HttpRequestRecord[]) => HttpRequestRecord[]): Capture => ({ ...http, httpRequests: edit(structuredClone(requests)) });
+    const firstPost = (rs: HttpRequestRecord[]) => rs.find((r) => r.http === 'POST')!;
+    found(
+      http,
+      withRequests((rs) => ((firstPost(rs).headers['user-agent'] = 'node'), rs)),
+      'http: POST #1 differs',
+    );
+    const second = (rs: HttpRequestRecord[]) => rs.filter((r) => r.http === 'POST')[1]!;
+    found(
+      http,
+      withRequests((rs) => (delete second(rs).headers['mcp-protocol-version'], rs)),
+      'http: POST #2 differs',
+    );
+    found(
+      http,
+      withRequests((rs) => rs.filter((r) => r.http !== 'GET')),
+      'http: the GET stream differs',
+    );
+    found(
+      http,
+      withRequests((rs) => [rs.find((r) => r.http === 'GET')!, ...rs.filter((r) => r.http !== 'GET')]),
+      'http: the GET stream differs',
+    );
   });
   test('a renamed _meta key in the second call is reported: every call is compared', () => {
     const planted = plant(stdio(), 'tools/call', 2, (m) => ((m.params as Record<string, unknown>)._meta = renameKey(metaOf(m), 'windowId', 'windowID')));

@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import { LAUNCHER_KEY, SANDBOX_META_KEYS, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../codex-wire.js';
-import type { RecordedMessage } from './recording.js';
+import type { HttpRequestRecord, RecordedMessage } from './recording.js';
 import { isObject } from '../json.js';
 
 /**
@@ -20,7 +20,9 @@ import { isObject } from '../json.js';
  *  - every resources/read, pairwise in order: the whole message (`_meta` first, its entries and
  *    the progress token where Codex puts it);
  *  - inventory connections (those that list resource templates): their initialize, and what
- *    they list, with what ids and progress tokens (the two resource listings come in either order).
+ *    they list, with what ids and progress tokens (the two resource listings come in either order);
+ *  - over HTTP, the requests up to the first tools/call: each POST's methods and the headers a
+ *    host chooses, and where the GET stream opens (compareHttpRequests).
  */
 
 export interface Capture {
@@ -30,9 +32,11 @@ export interface Capture {
   optedIn?: boolean;
   /** Paths that differ by nature between two runs (the workspace, the Codex executable), by name: compared as `<name>`. */
   paths?: Record<string, string>;
+  /** Over HTTP: the HTTP requests the server got (method, the headers a host chooses, what they carried). */
+  httpRequests?: HttpRequestRecord[];
 }
 
-/** One comparison: appends a readable entry per difference to `out`. HTTP headers would be one more, once recordings keep them. */
+/** One comparison: appends a readable entry per difference to `out`. */
 export type Comparison = (real: Capture, fake: Capture, out: string[]) => void;
 
 const HOST_OWNED = ['callId', 'x-codex-turn-metadata', 'threadId', 'sessionId', 'windowId', 'itemId', 'progressToken'];
@@ -239,12 +243,45 @@ const compareInventory: Comparison = (real, fake, out) => {
 };
 
 /** Every comparison, by name, in report order. */
+/**
+ * Over HTTP, the requests up to the first tools/call: the POSTs in order with the JSON-RPC
+ * methods they carried and the headers a host chooses (User-Agent, Accept, Content-Type,
+ * MCP-Protocol-Version) and whether they carried a session id; and where the GET stream opens
+ * (after tools/list, not before), with its headers. Both send the GET on their own schedule after
+ * that, so only its place relative to tools/list is compared.
+ */
+function compareHttpRequests(real: Capture, fake: Capture, out: string[]): void {
+  if (real.transport !== 'http' || !real.httpRequests || !fake.httpRequests) return;
+  const upToFirstCall = (requests: HttpRequestRecord[]) => {
+    const end = requests.findIndex((r) => r.rpc.includes('tools/call'));
+    return end < 0 ? requests : requests.slice(0, end + 1);
+  };
+  const describe = (r: HttpRequestRecord) => `${r.http} ${r.rpc.join('+') || '(no body)'} ${JSON.stringify(r.headers)}${r.session ? ' with session id' : ''}`;
+  const posts = (requests: HttpRequestRecord[]) => upToFirstCall(requests).filter((r) => r.http === 'POST');
+  const [realPosts, fakePosts] = [posts(real.httpRequests), posts(fake.httpRequests)];
+  for (let i = 0; i < Math.max(realPosts.length, fakePosts.length); i++) {
+    const [r, f] = [realPosts[i], fakePosts[i]];
+    if (!r || !f || describe(r) !== describe(f))
+      out.push(`http: POST #${i + 1} differs: real ${r ? describe(r) : '(none)'}, fake ${f ? describe(f) : '(none)'}`);
+  }
+  // The GET stream: opened after tools/list, with the same headers.
+  const stream = (requests: HttpRequestRecord[]) => {
+    const listed = requests.findIndex((r) => r.rpc.includes('tools/list'));
+    const get = requests.findIndex((r) => r.http === 'GET');
+    if (get < 0) return 'no GET stream';
+    return `${get < listed ? 'GET before tools/list' : 'GET after tools/list'}: ${describe(requests[get]!)}`;
+  };
+  const [realStream, fakeStream] = [stream(real.httpRequests), stream(fake.httpRequests)];
+  if (realStream !== fakeStream) out.push(`http: the GET stream differs: real ${realStream}, fake ${fakeStream}`);
+}
+
 export const COMPARISONS: Record<string, Comparison> = {
   initialize: compareInitialize,
   startup: compareStartup,
   toolCalls: compareToolCalls,
   resourceReads: compareResourceReads,
   inventory: compareInventory,
+  httpRequests: compareHttpRequests,
 };
 
 /**

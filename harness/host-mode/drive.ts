@@ -10,7 +10,16 @@ import { writeConfig, type HostConfig } from './codex-config.js';
 import type { HostProgram } from './host-program.js';
 import { ScriptedModel, type ModelRequest } from './model-server.js';
 import { probeLaunchers, type ProbeResult } from './probe.js';
-import { RECORDING_RESOURCE, RECORDING_TOOL, readRecording, startRecordingServer, type RecordedMessage, type RecordingServer } from './recording.js';
+import {
+  RECORDING_RESOURCE,
+  RECORDING_TOOL,
+  readHttpRequests,
+  readRecording,
+  startRecordingServer,
+  type HttpRequestRecord,
+  type RecordedMessage,
+  type RecordingServer,
+} from './recording.js';
 
 /**
  * Drives a host (real Codex, or anything with the same CLI subset) through host mode's two
@@ -95,6 +104,8 @@ export interface ExecObservation {
   records: RecordedMessage[];
   /** What the server that did not opt in received. */
   plainRecords: RecordedMessage[];
+  /** Over HTTP: the HTTP requests the opted-in server got. */
+  httpRequests: HttpRequestRecord[];
   exit?: ProcessExit;
   stdout: string;
   stderr: string;
@@ -126,6 +137,7 @@ export async function observeExec(options: DriveOptions): Promise<ExecObservatio
     workspace: dirs.workspace,
     records: [],
     plainRecords: [],
+    httpRequests: [],
     stdout: '',
     stderr: '',
     modelRequests: model.requests,
@@ -166,6 +178,7 @@ export async function observeExec(options: DriveOptions): Promise<ExecObservatio
     await model.stop();
     observation.records = readRecording(join(dirs.root, 'rec.jsonl'));
     observation.plainRecords = readRecording(join(dirs.root, 'rec-plain.jsonl'));
+    observation.httpRequests = readHttpRequests(join(dirs.root, 'rec.jsonl'));
     observation.launcherProbes = await probeLaunchers([...observation.records, ...observation.plainRecords]);
     removeRunDirs(dirs);
     observation.durationMs = Date.now() - started;

@@ -40,6 +40,22 @@ export function readRecording(logFile: string): RecordedMessage[] {
     });
 }
 
+/** One HTTP request a recording server got (written to `<log>.http`), as a host sent it. */
+export interface HttpRequestRecord {
+  t: number;
+  http: string;
+  /** user-agent, accept, content-type, mcp-protocol-version, when sent. */
+  headers: Record<string, string>;
+  /** Whether it carried an Mcp-Session-Id. */
+  session: boolean;
+  /** The JSON-RPC methods in its body ("response" for a response); none for a GET or DELETE. */
+  rpc: string[];
+}
+
+export function readHttpRequests(logFile: string): HttpRequestRecord[] {
+  return readRecording(`${logFile}.http`) as unknown as HttpRequestRecord[];
+}
+
 /** Requests (and notifications) of one method, in arrival order. */
 export const withMethod = (records: RecordedMessage[], method: string): RecordedMessage[] => records.filter((r) => r.message.method === method);
 
