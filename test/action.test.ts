@@ -128,6 +128,12 @@ const workspace = (name: string) => {
   mkdirSync(dir, { recursive: true });
   return dir;
 };
+/** A config that turns exploration off: the runs that are not about a green default run skip its dozen server starts. */
+const noExplore = () => {
+  const file = join(scratch, 'no-explore.json');
+  writeFileSync(file, JSON.stringify({ explore: false }));
+  return file;
+};
 /** Files an injected `touch pwned...` would have created, anywhere the scripts ran. */
 const pwned = (...dirs: string[]) =>
   dirs.flatMap((dir) =>
@@ -196,7 +202,7 @@ describe('action.yml, run as GitHub would', () => {
     const cwd = workspace('mutant');
     const hostile = 'html=$(touch${IFS}pwned1).html html=`touch${IFS}pwned2`.html html=report.html;touch${IFS}pwned3';
     const run = await runAction(
-      { server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, reporters: hostile, 'working-directory': cwd },
+      { server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, reporters: hostile, 'working-directory': cwd, config: noExplore() },
       { cwd: scratch },
     );
     expect(run.code).toBe(1);
@@ -222,7 +228,12 @@ describe('action.yml, run as GitHub would', () => {
     const failing = mutantReport.checks.filter((c) => c.status === 'fail' || c.status === 'warn');
     writeFileSync(join(cwd, 'baseline.yml'), YAML.stringify({ expectedFailures: failing.map((c) => ({ id: c.id, transport: c.transport, reason: 'known' })) }));
     const run = await runAction(
-      { server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, baseline: 'baseline.yml', 'working-directory': cwd },
+      {
+        server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`,
+        baseline: 'baseline.yml',
+        'working-directory': cwd,
+        config: noExplore(),
+      },
       { cwd },
     );
     // A check blocked by a failure the baseline now expects does not make the run incomplete.
@@ -318,7 +329,10 @@ describe('action.yml, run as GitHub would', () => {
 
   test('a multi-line server input runs the whole command, not its first line', async () => {
     const cwd = workspace('multi-line');
-    const run = await runAction({ server: `node\n${join(root, 'fixtures/servers/reference/server.mjs')}`, reporters: 'html=one.html\nhtml=two.html' }, { cwd });
+    const run = await runAction(
+      { server: `node\n${join(root, 'fixtures/servers/reference/server.mjs')}`, reporters: 'html=one.html\nhtml=two.html', config: noExplore() },
+      { cwd },
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(readdirSync(cwd).sort()).toEqual(['one.html', 'two.html']);
     const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
