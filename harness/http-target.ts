@@ -135,6 +135,8 @@ export function splitCredentials(text: string): { url: URL; authorization?: stri
  * carries it too), and its GET stream opened right after `notifications/initialized` (held here
  * until the first `tools/list` is answered, as Codex opens it).
  */
+let sdkClient: Promise<typeof StreamableHTTPClientTransport> | undefined;
+
 export class CodexHttpTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -150,10 +152,17 @@ export class CodexHttpTransport implements Transport {
   /** Settled once tools/list is answered; never, when the connection ends first (the GET is then never sent). */
   private readonly listed = new Promise<void>((resolve) => (this.openStream = resolve));
 
-  /** The SDK's HTTP client is loaded only when a run has an HTTP target: it is a third of the CLI's start-up. */
+  /**
+   * The SDK's HTTP client is loaded only when a run has an HTTP target (it is a third of the CLI's
+   * start-up); callers load it before a startup timeout starts to run, so it never eats the budget.
+   */
+  static load(): Promise<typeof StreamableHTTPClientTransport> {
+    sdkClient ??= import('@modelcontextprotocol/sdk/client/streamableHttp.js').then((m) => m.StreamableHTTPClientTransport);
+    return sdkClient;
+  }
+
   static async create(url: string): Promise<CodexHttpTransport> {
-    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-    return new CodexHttpTransport(url, StreamableHTTPClientTransport);
+    return new CodexHttpTransport(url, await CodexHttpTransport.load());
   }
 
   private constructor(url: string, Sdk: typeof StreamableHTTPClientTransport) {

@@ -73,6 +73,8 @@ async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTim
 }
 
 async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeoutMs: number, purpose: ConnectionPurpose): Promise<Connection> {
+  // Our own module loading is not the target's startup time.
+  await CodexHttpTransport.load();
   const transcript = new Transcript();
   const started = Date.now();
   let server: StartedHttpServer | undefined;
