@@ -6,10 +6,14 @@ import type { CheckResult } from '../suites/model.js';
 import { runSuite, type RunPlan } from '../suites/runner.js';
 import { shellQuote } from '../harness/observers.js';
 import { packageRoot } from '../harness/paths.js';
+import { bundled } from './fixtures/bundles.js';
 
 export const root = packageRoot();
-export const referenceServer = join(root, 'fixtures/servers/reference/server.mjs');
-export const mutantsServer = join(root, 'fixtures/servers/mutants.mjs');
+/** The reference server as the README runs it, from its source file. */
+export const referenceSource = join(root, 'fixtures/servers/reference/server.mjs');
+/** The same server, bundled to start faster (test/fixtures/bundles.ts): what most tests start. */
+export const referenceServer = bundled('fixtures/servers/reference/server.mjs');
+export const mutantsServer = bundled('fixtures/servers/mutants.mjs');
 export const chaosServer = join(root, 'fixtures/servers/chaos.mjs');
 export const cliPath = join(root, 'dist/cli/main.js');
 /** The reference server's own config: its session adapter. */

@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { parse as parseJunit } from 'junit2json';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { root } from './helpers.js';
+import { bundled } from './fixtures/bundles.js';
 import { reportValidator } from './fixtures/report-validator.js';
 import { runCli, type CliRun } from './fixtures/run-cli.js';
 
@@ -14,7 +15,7 @@ import { runCli, type CliRun } from './fixtures/run-cli.js';
  * run (stdout, stderr, each report, each transcript) is searched for what must not get through.
  */
 
-const hostile = join(root, 'fixtures/servers/hostile.mjs');
+const hostile = bundled('fixtures/servers/hostile.mjs');
 const SECRETS = ['sk-live-1234567890abcdef', 'hunter2', 'abc.def.ghi', 'letmein', 's3cr3t-value'];
 const scratch = mkdtempSync(join(tmpdir(), 'msc-hostile-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
-import { referenceServer, runAgainst } from './helpers.js';
+import { referenceSource, runAgainst } from './helpers.js';
 import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/explore.js';
 import { matrix, mutantCases, ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 
@@ -9,7 +9,7 @@ import { matrix, mutantCases, ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 describe('reference server', () => {
   test('passes every check', async () => {
     // Exploration on, with the default budget and seed, as a default run has it.
-    const report = await runAgainst([referenceServer], { explore: EXPLORE_DEFAULTS });
+    const report = await runAgainst([referenceSource], { explore: EXPLORE_DEFAULTS });
     // Everything passes, except what needs a real Codex (--codex), which is not applicable here.
     const expected = report.results.map(
       (r) => `${r.transport} ${r.id} ${allChecks.find((c) => c.id === r.id)!.needs.includes('codex') ? 'skip not-applicable' : 'pass'}`,

@@ -6,10 +6,11 @@ import { EXPLORE_DEFAULTS } from '../suites/explore.js';
 import { allScenarios } from '../suites/index.js';
 import { runSuite } from '../suites/runner.js';
 import { nodePlan, root } from './helpers.js';
+import { bundled } from './fixtures/bundles.js';
 
 // Correct servers shaped unlike the reference (fixtures/servers/unusual.mjs): the suite must not
 // fail them. A failure here is a judge that mistakes one accepted shape for the only one.
-const unusualServer = join(root, 'fixtures/servers/unusual.mjs');
+const unusualServer = bundled('fixtures/servers/unusual.mjs');
 const sessionOf = (variant: string): SessionAdapter =>
   (JSON.parse(readFileSync(join(root, 'fixtures/servers/unusual', `${variant}.json`), 'utf8')) as { session: SessionAdapter }).session;
 
