@@ -4,10 +4,9 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { cleanupHostMode } from '../harness/host-mode/live.js';
 import { packageRoot } from '../harness/paths.js';
 import { cleanUpEverythingNow } from '../harness/process-group.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, setMaxMessageBytes } from '../harness/stdio-transport.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/explore.js';
 import type { ExploreOptions } from '../suites/model.js';
@@ -87,8 +86,8 @@ function exploreOptions(
 
 function onSignal(signal: NodeJS.Signals, code: number): void {
   process.once(signal, () => {
+    // Server mode's servers and temp dirs, and host mode's hosts, recording servers and temp dirs: one registry.
     cleanUpEverythingNow();
-    cleanupHostMode();
     process.stderr.write(`\nmcp-sandbox-conformance: interrupted (${signal}); servers stopped, temp files removed\n`);
     process.exit(code);
   });
@@ -282,9 +281,10 @@ async function main(argv: string[]): Promise<number> {
   const explore = exploreOptions(args, config);
   // Every file and directory the run will write, checked before any server starts.
   checkOutputPaths(many(args.reporter), args.transcripts);
+  const maxMessageBytes = args['max-message-mb'] !== undefined ? Math.floor(args['max-message-mb'] * 1024 * 1024) : DEFAULT_MAX_MESSAGE_BYTES;
   const plan: RunPlan = {
     targets: {
-      stdio: command.length ? stdioTarget(command, env, cwd) : undefined,
+      stdio: command.length ? { ...stdioTarget(command, env, cwd), maxMessageBytes } : undefined,
       http: args.url
         ? { kind: 'http-url', url: args.url }
         : args['http-command']
@@ -310,7 +310,6 @@ async function main(argv: string[]): Promise<number> {
 
   // The derived default may exceed what a timer can hold even when each part is valid.
   plan.scenarioTimeoutMs ??= Math.min(defaultScenarioTimeoutMs(plan.options), MAX_TIMER_MS);
-  if (args['max-message-mb'] !== undefined) setMaxMessageBytes(Math.floor(args['max-message-mb'] * 1024 * 1024));
   const progress = createProgress();
   plan.onProgress = progress.onProgress;
   let report;

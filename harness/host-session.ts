@@ -101,6 +101,7 @@ export class HostSession {
   private readonly unknownIds: unknown[] = [];
   private readonly invalid: string[] = [];
   private readonly scope: ProcessScope | undefined = currentScope();
+  private readonly unanswered: string[] = [];
   readonly thread: CodexThread = newThread();
 
   constructor(
@@ -123,6 +124,14 @@ export class HostSession {
       this.failAll(reason);
       void this.transport.close().catch(() => undefined);
     });
+  }
+
+  /**
+   * Requests after startup that got no answer (a timeout, or the connection closed under them, not
+   * by us), in order, each as "method: why". They make verdicts resting on them suspect (see the runner).
+   */
+  get unansweredCalls(): readonly string[] {
+    return this.unanswered;
   }
 
   async start(): Promise<void> {
@@ -187,10 +196,10 @@ export class HostSession {
   request(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
     const outcome = this.rawRequest(method, params, timeoutMs);
     if (this.handshaking) return outcome;
-    // After startup, a request that got no answer makes the scenario's verdicts suspect (see the runner).
+    // After startup, a request that got no answer makes the scenario's verdicts suspect (see unansweredCalls).
     return outcome.then((result) => {
-      if ((result.kind === 'timeout' || result.kind === 'closed') && this.scope && !(result.kind === 'closed' && result.detail === HOST_CLOSED)) {
-        this.scope.brokenCalls.push(`${method}: ${this.explain(result)}`);
+      if ((result.kind === 'timeout' || result.kind === 'closed') && !(result.kind === 'closed' && result.detail === HOST_CLOSED)) {
+        this.unanswered.push(`${method}: ${this.explain(result)}`);
       }
       return result;
     });

@@ -36,8 +36,6 @@ export class ProcessScope {
   readonly marker: string;
   private reason?: string;
   private readonly listeners = new Set<(reason: string) => void>();
-  /** Requests of this scope that ended without an answer after startup (see HostSession). */
-  readonly brokenCalls: string[] = [];
 
   constructor(readonly parent?: ProcessScope) {
     this.marker = parent?.marker ?? `${process.pid}-${randomBytes(6).toString('hex')}`;
@@ -308,10 +306,17 @@ export function groupRunning(pgid: number): boolean {
   return false;
 }
 
+/*
+ * What is running right now, server mode's and host mode's alike: process groups (servers, hosts,
+ * HTTP recording servers), run markers and temp dirs. The CLI's signal handlers end and remove
+ * them all, synchronously, with cleanUpEverythingNow.
+ */
 /** Groups still running, by leader pid: the CLI's signal handlers kill them synchronously. */
 const liveGroups = new Set<number>();
 /** Markers of runs still going, for the signal handlers' sweep. */
 const liveMarkers = new Set<string>();
+/** Temp directories still in use, for the signal handlers to remove. */
+const liveDirs = new Set<string>();
 
 export function trackGroup(pgid: number): void {
   liveGroups.add(pgid);
@@ -324,15 +329,16 @@ export function trackRunMarker(marker: string): () => void {
   return () => liveMarkers.delete(marker);
 }
 
-/** Synchronous last resort for signal and exit handlers: SIGKILL every live group, its descendants, and every marked process. */
-/** A run's temp directory, removed by cleanUpEverythingNow unless forgotten (the returned function) first. */
+/** A temp directory, removed by cleanUpEverythingNow unless forgotten (the returned function) first. */
 export function trackTempDir(dir: string): () => void {
   liveDirs.add(dir);
   return () => liveDirs.delete(dir);
 }
-const liveDirs = new Set<string>();
 
-/** Kills every group still running, sweeps every live run's marker and removes its temp dirs: for the CLI's signal handlers. */
+/**
+ * Synchronous last resort for the CLI's signal handlers: SIGKILL every group still running and
+ * its descendants, sweep every live run's marker, remove every tracked temp dir.
+ */
 export function cleanUpEverythingNow(): void {
   for (const pgid of liveGroups) killProcessGroupNow(pgid);
   liveGroups.clear();

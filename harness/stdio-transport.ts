@@ -10,15 +10,12 @@ export interface StdioTargetSpec {
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Cap on one stdout line (one JSON-RPC message): a bigger one fails the connection. */
+  maxMessageBytes: number;
 }
 
-/** Default cap on one stdout line (one JSON-RPC message): a bigger one fails the connection. */
+/** Default cap on one stdout line (one JSON-RPC message), when the plan sets none. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
-let maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
-/** Sets the cap on one message from a stdio server (the CLI's --max-message-mb). */
-export function setMaxMessageBytes(bytes: number): void {
-  maxMessageBytes = bytes;
-}
 
 /** Messages above this size are summarized in the transcript once their scenario is over (see compactTranscript). */
 export const KEEP_MESSAGE_BYTES = 1024 * 1024;
@@ -169,7 +166,7 @@ export class ProcessGroupStdioTransport implements Transport {
     while ((newline = chunk.indexOf(0x0a, start)) >= 0) {
       const piece = chunk.subarray(start, newline);
       start = newline + 1;
-      if (this.pendingBytes + piece.length > maxMessageBytes) {
+      if (this.pendingBytes + piece.length > this.spec.maxMessageBytes) {
         this.overflow(this.pendingBytes + piece.length);
         return;
       }
@@ -182,7 +179,7 @@ export class ProcessGroupStdioTransport implements Transport {
     }
     if (start < chunk.length) {
       const rest = chunk.subarray(start);
-      if (this.pendingBytes + rest.length > maxMessageBytes) {
+      if (this.pendingBytes + rest.length > this.spec.maxMessageBytes) {
         this.overflow(this.pendingBytes + rest.length);
         return;
       }
@@ -206,7 +203,7 @@ export class ProcessGroupStdioTransport implements Transport {
 
   /** A line over the cap: keep nothing of it, stop the server, and say why. */
   private overflow(bytes: number): void {
-    this.failure = `the server sent a message over the ${mb(maxMessageBytes)} limit (${bytes} bytes without a newline): connection closed, server stopped`;
+    this.failure = `the server sent a message over the ${mb(this.spec.maxMessageBytes)} limit (${bytes} bytes without a newline): connection closed, server stopped`;
     this.pending = [];
     this.pendingBytes = 0;
     this.transcript.note(this.failure);

@@ -2,7 +2,7 @@ import { delimiter } from 'node:path';
 import type { ConnectionPurpose, Transport as TransportKind } from './codex-wire.js';
 import { HostSession, TargetStartError, type Handshake } from './host-session.js';
 import { CodexHttpTransport, startHttpCommand, type StartedHttpServer } from './http-target.js';
-import { ProcessGroupStdioTransport, type StdioTargetSpec } from './stdio-transport.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, ProcessGroupStdioTransport, type StdioTargetSpec } from './stdio-transport.js';
 import { RecordingTransport, Transcript } from './transcript.js';
 
 /** A stdio server, started per scenario. */
@@ -13,6 +13,8 @@ export interface StdioTarget {
   /** Extra environment on top of the full environment of the CLI. */
   env: Record<string, string>;
   cwd?: string;
+  /** Largest message accepted from the server, in bytes; a bigger one ends the connection (default DEFAULT_MAX_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
 }
 
 /** A Streamable HTTP server: one already running (`url`), or a command the suite starts per scenario. */
@@ -56,7 +58,13 @@ async function handshakeOrThrow(session: HostSession, transcript: Transcript, st
 
 async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTimeoutMs: number, purpose: ConnectionPurpose): Promise<Connection> {
   const transcript = new Transcript();
-  const spec: StdioTargetSpec = { command: target.command, args: target.args, env: serverEnvironment(target.env, pathTrapDir), cwd: target.cwd };
+  const spec: StdioTargetSpec = {
+    command: target.command,
+    args: target.args,
+    env: serverEnvironment(target.env, pathTrapDir),
+    cwd: target.cwd,
+    maxMessageBytes: target.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+  };
   const stdio = new ProcessGroupStdioTransport(spec, transcript);
   const describeExit = () => {
     const exit = stdio.exitInfo;

@@ -20,6 +20,7 @@ import type { TranscriptEntry } from '../harness/transcript.js';
 import { isObject } from '../harness/json.js';
 import { keyOrderDifferences, structuralDiff } from './judge.js';
 import { couldNotRun, fail, notApplicable, pass, resultOf, type CheckDef, type CheckResult, type Verdict } from './model.js';
+import { runPool } from './pool.js';
 import type { RunReport } from './runner.js';
 
 /**
@@ -855,19 +856,6 @@ export interface HostPlan {
   select?: (checkId: string) => boolean;
 }
 
-async function limit<T>(jobs: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
-  const results: T[] = new Array<T>(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await tasks[i]!();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(jobs, tasks.length)) }, worker));
-  return results;
-}
-
 const emptyExec = (transport: Transport): ExecObservation => ({
   transport,
   workspace: '',
@@ -925,7 +913,7 @@ export async function runHostMode(plan: HostPlan): Promise<RunReport> {
     if (needs(transport, 'app-server')) tasks.push(async () => void (o.app = await observeAppServer(options(transport))));
     return o;
   });
-  await limit(plan.jobs, tasks);
+  await runPool(plan.jobs, tasks);
 
   const results: CheckResult[] = [];
   for (const ctx of observations) {

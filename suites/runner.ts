@@ -34,6 +34,7 @@ import { runsGivenExecutable } from './launcher.js';
 import { concurrentCalls, stateFollowsCall } from './authority.js';
 import { executesInsideLaunch } from './execution.js';
 import { httpFailsClosed } from './transport.js';
+import { runPool } from './pool.js';
 
 /** Where the monitor charges findings that are not about their call's own purpose. */
 const CANONICAL: CanonicalChecks = {
@@ -240,6 +241,8 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;
     const extraConnections: Connection[] = [];
+    // The unanswered calls of the isolated runs' servers (only these lists: their connections are closed and let go run by run).
+    const isolatedUnanswered: (readonly string[])[] = [];
     const log: MonitorLog = { calls: [], trapOwners: new Map(), findings: [], lingerMs: 0 };
     logsByJob.set(job, log);
     for (const check of scenario.checks) {
@@ -300,7 +303,9 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
             serverStarts++;
             const remove = () => rm(own, { recursive: true, force: true });
             try {
-              return { observers: fresh, connection: await connect(target, fresh.pathTrapDir, plan.options.startupTimeoutMs), remove };
+              const isolated = await connect(target, fresh.pathTrapDir, plan.options.startupTimeoutMs);
+              isolatedUnanswered.push(isolated.session.unansweredCalls);
+              return { observers: fresh, connection: isolated, remove };
             } catch (error) {
               await remove();
               throw error;
@@ -309,9 +314,11 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
           await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, openIsolated, log);
           timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
           // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
-          // absence the server never finished: they say "error", not "fail".
-          if (scope.brokenCalls.length > 0 && [...verdicts.values()].some((v) => v.status === 'fail') && !anythingRan(await observers.read())) {
-            const cause = scope.brokenCalls[0]!;
+          // absence the server never finished: they say "error", not "fail". Every server of the
+          // scenario counts: its own, the extra connections, the isolated runs'.
+          const unanswered = [connection, ...extraConnections].flatMap((c) => c.session.unansweredCalls).concat(...isolatedUnanswered);
+          if (unanswered.length > 0 && [...verdicts.values()].some((v) => v.status === 'fail') && !anythingRan(await observers.read())) {
+            const cause = unanswered[0]!;
             for (const [id, verdict] of verdicts) {
               if (verdict.status === 'fail')
                 verdicts.set(id, {
@@ -401,14 +408,10 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   }, runTimeoutMs);
   try {
     plan.onProgress?.({ kind: 'start', total: queue.length });
-    let next = 0;
-    const worker = async () => {
-      while (next < queue.length) {
-        const index = next++;
-        await runOne(queue[index]!, index);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(plan.jobs, queue.length)) }, worker));
+    await runPool(
+      plan.jobs,
+      queue.map((job, index) => () => runOne(job, index)),
+    );
   } finally {
     clearTimeout(runTimer);
     // Nothing of the run may start from here on; whatever it started stops, then the sweep

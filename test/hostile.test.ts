@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parse as parseJunit } from 'junit2json';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { root } from './helpers.js';
 import { bundled } from './fixtures/bundles.js';
 import { reportValidator } from './fixtures/report-validator.js';
 import { runCli, type CliRun } from './fixtures/run-cli.js';

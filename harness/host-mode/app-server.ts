@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { isObject } from '../json.js';
-import { killProcessGroup } from '../process-group.js';
+import { killProcessGroup, trackGroup, untrackGroup } from '../process-group.js';
 import type { HostProgram } from './host-program.js';
-import { trackGroup, untrackGroup } from './live.js';
 
 /** A reply to one app-server request, kept raw. */
 export type AppOutcome =
@@ -52,7 +51,7 @@ export class AppServerClient {
         detached: true,
       });
       this.child = child;
-      trackGroup(child.pid);
+      if (child.pid !== undefined) trackGroup(child.pid);
       child.stdout!.setEncoding('utf8').on('data', (chunk: string) => this.onData(chunk));
       child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
         if (this.stderr.length < 200_000) this.stderr += chunk;
@@ -175,7 +174,7 @@ export class AppServerClient {
     if (!child) return;
     child.stdin?.end();
     await killProcessGroup(child, 1500);
-    untrackGroup(child.pid);
+    if (child.pid !== undefined) untrackGroup(child.pid);
     this.fail('closed by host mode');
   }
 }

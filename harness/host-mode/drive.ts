@@ -3,9 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../codex-wire.js';
-import { groupAlive, killProcessGroup } from '../process-group.js';
+import { groupAlive, killProcessGroup, trackGroup, trackTempDir, untrackGroup } from '../process-group.js';
 import { AppServerClient, describeAppOutcome, type AppOutcome } from './app-server.js';
-import { trackDir, trackGroup, untrackDir, untrackGroup } from './live.js';
 import { writeConfig, type HostConfig } from './codex-config.js';
 import type { HostProgram } from './host-program.js';
 import { ScriptedModel, type ModelRequest } from './model-server.js';
@@ -72,21 +71,23 @@ interface RunDirs {
   root: string;
   codexHome: string;
   workspace: string;
+  /** Takes `root` off the list the CLI's signal handlers remove. */
+  forget: () => void;
 }
 
 function makeRunDirs(label: string, parent = tmpdir()): RunDirs {
   const root = mkdtempSync(join(parent, `msc-host-${label}-`));
   const codexHome = join(root, 'codex-home');
   const workspace = join(root, 'work space');
-  trackDir(root);
+  const forget = trackTempDir(root);
   mkdirSync(codexHome);
   mkdirSync(workspace);
-  return { root, codexHome, workspace };
+  return { root, codexHome, workspace, forget };
 }
 
 function removeRunDirs(dirs: RunDirs): void {
   rmSync(dirs.root, { recursive: true, force: true });
-  untrackDir(dirs.root);
+  dirs.forget();
 }
 
 const hostEnv = (options: DriveOptions, codexHome: string): NodeJS.ProcessEnv => ({ ...process.env, ...options.env, CODEX_HOME: codexHome });
@@ -199,7 +200,7 @@ interface ProcessRun {
 function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ProcessRun> {
   return new Promise((resolve) => {
     const child = spawn(host.command, [...host.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    trackGroup(child.pid);
+    if (child.pid !== undefined) trackGroup(child.pid);
     let stdout = '';
     let stderr = '';
     let timedOut = false;
@@ -217,7 +218,7 @@ function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.
       clearTimeout(timer);
       // Anything the host left in its group (it should have stopped its MCP servers itself).
       const finish = () => {
-        untrackGroup(child.pid);
+        if (child.pid !== undefined) untrackGroup(child.pid);
         resolve({ exit: { code, signal, timedOut }, stdout, stderr });
       };
       if (child.pid !== undefined && groupAlive(child.pid)) void killProcessGroup(child).then(finish);

@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import type { Transport } from '../codex-wire.js';
 import { freePort } from '../http-target.js';
 import { fixturesDir } from '../paths.js';
-import { killProcessGroup } from '../process-group.js';
+import { killProcessGroup, trackGroup, untrackGroup } from '../process-group.js';
 import type { McpServerConfig } from './codex-config.js';
-import { trackGroup, untrackGroup } from './live.js';
 
 /** The recording MCP server fixture (fixtures/servers/recording.mjs): what it offers. */
 export const RECORDING_SERVER = join(fixturesDir(), 'servers', 'recording.mjs');
@@ -80,10 +79,10 @@ export async function startRecordingServer(transport: Transport, logFile: string
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
   });
-  trackGroup(child.pid);
+  if (child.pid !== undefined) trackGroup(child.pid);
   const stop = async () => {
     await killProcessGroup(child);
-    untrackGroup(child.pid);
+    if (child.pid !== undefined) untrackGroup(child.pid);
   };
   let stderr = '';
   const url = await new Promise<string>((resolve, reject) => {
