@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import CpuBoundFirst from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,7 +9,9 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
-    // Each matrix case starts a dozen servers of its own; two files at a time fill both cores.
-    maxWorkers: 2,
+    // The matrix files alone fill both cores (their cases run at once, each starting servers); a
+    // third worker runs the files that mostly wait beside them (test/sequencer.ts).
+    maxWorkers: 3,
+    sequence: { sequencer: CpuBoundFirst },
   },
 });

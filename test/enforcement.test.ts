@@ -8,7 +8,7 @@ import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '
 import { allScenarios } from '../suites/index.js';
 import type { CheckResult } from '../suites/model.js';
 import { runSuite, type RunPlan } from '../suites/runner.js';
-import { mutantsServer, nodePlan, referenceServer } from './helpers.js';
+import { mutantsServer, nodePlan, referenceServer, referenceSource } from './helpers.js';
 
 /**
  * The enforcement tier: the fake launcher records each launch and hands it to the real
@@ -49,10 +49,10 @@ const statusOf = (results: CheckResult[], status: CheckResult['status']) =>
     .map((r) => r.id)
     .sort();
 
-/** The reference server with one policy function replaced, started inline (no fixture file). */
+/** The reference server (its source: a module to import) with one policy function replaced, started inline (no fixture file). */
 const variant = (body: string) => ({
   command: process.execPath,
-  args: ['--input-type=module', '-e', `import { main, sandboxPolicy as ref } from ${JSON.stringify(pathToFileURL(referenceServer).href)};\n${body}`],
+  args: ['--input-type=module', '-e', `import { main, sandboxPolicy as ref } from ${JSON.stringify(pathToFileURL(referenceSource).href)};\n${body}`],
 });
 
 const outsideLeftovers = () => {

@@ -2,18 +2,25 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
+import { mutants, type Findings } from '../fixtures/servers/mutants.mjs';
+import type { CheckResult } from '../suites/model.js';
 import type { RunPlan } from '../suites/runner.js';
 import { idsWith, mutantsServer, runAgainst, type PlanVariant } from './helpers.js';
 
 /**
  * The self-test: the reference passes every check, and each mutant (the reference with one
- * defect) fails exactly the checks aimed at that defect, no more. `warn` lists SHOULD findings.
+ * defect) fails exactly the checks aimed at that defect, no more. What a mutant must fail, and
+ * warn on (SHOULD findings), per transport, is declared with its defect in
+ * fixtures/servers/mutants.mjs (`fails`, `warns`): the case table here is derived from those
+ * declarations, and this file adds only how some cases run.
  */
 interface Case {
+  /** The checks it must fail, each as "<transport> <check id>". */
   fail: string[];
-  warn?: string[];
-  /** Also run it over Streamable HTTP (only where the defect shows there: it doubles the cost). */
-  http?: boolean;
+  /** The checks it must warn on (SHOULD findings), the same way. */
+  warn: string[];
+  /** Also run it over Streamable HTTP: its declaration has an `http` key. */
+  http: boolean;
   /** The mutant to run, when the case name is not the mutant's name. */
   mutant?: string;
   options?: Partial<RunPlan['options']>;
@@ -21,103 +28,79 @@ interface Case {
   /** Only these checks run (id prefix): for a defect that can only show in one area, and is slow. */
   only?: string;
 }
-const both = (id: string) => [id, id]; // once over stdio, once over HTTP
 
-const AFTER_SUCCESS = 'launcher/fails-closed-after-success';
-const LAUNCHER_FAIL_CLOSED = [
-  'launcher/absent-fails-closed',
-  'launcher/missing-file',
-  'launcher/not-an-object',
-  'launcher/not-executable',
-  'launcher/relative-path',
-];
-
-export const matrix: Record<string, Case> = {
-  'path-search': { fail: ['launcher/runs-given-executable'] },
-  'drops-unknown-fields': { fail: ['forwarding/state-unchanged'] },
-  'adds-field': { fail: ['forwarding/state-unchanged'] },
-  'extra-flag': { fail: ['forwarding/argv-shape'] },
-  'split-state': { fail: ['forwarding/argv-shape', 'forwarding/state-unchanged'] },
-  'shell-wraps-command': { fail: ['forwarding/argv-shape'] },
-  'runs-without-launcher': { http: true, fail: [...LAUNCHER_FAIL_CLOSED, AFTER_SUCCESS, 'transport/http-fails-closed'] },
-  'accepts-malformed-launcher': { fail: ['launcher/not-an-object', 'launcher/relative-path', AFTER_SUCCESS] },
-  'runs-without-state': { fail: ['launcher/state-missing', 'launcher/state-not-object', AFTER_SUCCESS] },
-  // Refusing Codex's own call (both keys) is found once, as the control's failure; the rest could not run.
-  'rejects-both-keys': { fail: ['launcher/runs-given-executable'] },
-  'runs-once-per-key': { fail: ['aliases/both-keys'], warn: ['aliases/conflict-prefers-current'] },
-  'ignores-deprecated-key': { fail: ['aliases/deprecated-key-only'] },
-  // Reading only the deprecated key also means preferring it when the two disagree.
-  'ignores-current-key': { fail: ['aliases/current-key-only'], warn: ['aliases/conflict-prefers-current'] },
-  // Defects that show only on some calls, to some observers (found by the monitor or the sequences).
-  'first-state-per-workspace': { fail: ['authority/state-follows-call'], warn: ['authority/concurrent-same-workspace'] },
-  'state-cache-known-fields': { fail: ['authority/state-follows-call'], warn: ['authority/concurrent-same-workspace'] },
-  'first-launcher-wins': { fail: ['authority/state-follows-call'] },
-  'deprecated-only-adds-note': { fail: ['forwarding/state-unchanged'] },
-  'runs-unsandboxed-first': { fail: ['execution/inside-launch', 'launcher/broken-sandbox-not-bypassed'] },
-  'reuses-last-launcher': { fail: [AFTER_SUCCESS] },
-  'reuses-last-state': { fail: [AFTER_SUCCESS] },
-  'fails-closed-until-success': { fail: [AFTER_SUCCESS] },
-  'reruns-when-launcher-fails': { fail: ['launcher/broken-sandbox-not-bypassed'] },
-  'harmless-commands-direct': { fail: ['execution/inside-launch'] },
-  'every-third-call-direct': { fail: ['execution/inside-launch'] },
-  // Defects that need three or more calls on one process in a pattern no fixed scenario has:
-  // every fixed check passes them; exploration catches each (test/explore.test.ts).
-  'direct-after-two-successes': { fail: [] },
-  'round-robin-workers': { fail: [] },
-  'pins-workspace-after-repeat': { fail: [] },
-  'launcher-cache-by-state': { fail: [] },
-  'relative-launcher-in-workspace': { fail: ['launcher/relative-path', AFTER_SUCCESS] },
-  'launcher-from-arguments-over-http': { http: true, fail: ['authority/arguments-are-not-authority'] },
-  'latest-state-per-workspace': { fail: [], warn: ['authority/concurrent-same-workspace'] },
-  // Over both transports: each capability finding shows once for stdio and once for HTTP.
-  'slow-but-in-budget': {
-    mutant: 'slow-when-crowded',
-    only: 'catalog/',
-    fail: [],
-    warn: ['catalog/startup-headroom'],
-    // Wide margins both ways: 12 s of a 20 s budget stays inside it even on a loaded machine.
-    options: { startupTimeoutMs: 20_000 },
-    variant: { http: false, jobs: 1, env: { SLOW_WHEN_CROWDED_MS: '12000', CROWD_KEY: 'in-budget' } },
-  },
-  'no-capability': { http: true, fail: ['capability/advertised', 'capability/advertised'] },
-  'capability-deprecated-name': { http: true, fail: [], warn: ['capability/current-name', 'capability/current-name'] },
-  'capability-top-level': { http: true, fail: ['capability/advertised', 'capability/advertised'] },
-  'capability-not-object': { http: true, fail: ['capability/advertised', 'capability/advertised'] },
-  'http-runs-directly': { http: true, fail: ['transport/http-fails-closed'] },
-  'launcher-over-http': { http: true, fail: [], warn: ['transport/http-ignores-launcher'] },
-  'sorts-keys': { fail: [], warn: ['forwarding/state-fidelity'] },
-  'prefers-deprecated-key': { fail: [], warn: ['aliases/conflict-prefers-current'] },
-  'merges-keys': { fail: [], warn: ['aliases/conflict-prefers-current'] },
-  'launcher-from-arguments': { fail: ['authority/arguments-are-not-authority'] },
-  'state-from-arguments': { fail: ['authority/arguments-are-not-authority'] },
-  'caches-results': { fail: ['authority/no-result-reuse-across-state'] },
-  'session-ignores-state': { fail: ['authority/session-state-change'] },
-  // Says no, then runs the command in the old session a moment later: the monitor sees it after the scenario.
-  'session-refuses-but-runs': { fail: ['authority/session-state-change', 'authority/session-launcher-change'] },
-  'session-ignores-launcher': { fail: ['authority/session-launcher-change'] },
-  'global-state': { fail: [], warn: ['authority/concurrent-calls-isolated', 'authority/concurrent-same-workspace'] },
-  'resource-requires-sandbox-keys': { http: true, fail: [...both('resources/read-with-caller-meta'), ...both('resources/read-without-sandbox-keys')] },
-  'resource-rejects-caller-meta': { http: true, fail: both('resources/read-with-caller-meta') },
-  'catalog-varies': { http: true, fail: both('catalog/same-across-startups') },
-  'catalog-varies-opted-out': { http: true, fail: [], warn: both('catalog/no-cache-opt-out') },
-  'catalog-changes-silently': { http: true, fail: both('catalog/stable-on-relist') },
-  'catalog-refuses-inventory': { fail: [], warn: ['catalog/inventory-connection'] },
-  // Slow only when 4+ instances run at once (the catalog burst); stdio only, one job, so only that burst crowds.
+/** How some mutants run, by name (what they must find stays in their declarations). */
+const RUN: Record<string, Pick<Case, 'options' | 'variant' | 'only'>> = {
+  // Slow only when 4+ instances run at once (the catalog burst): stdio only, one job, so only that burst crowds.
   'slow-when-crowded': {
     only: 'catalog/',
-    fail: ['catalog/startup-within-timeout'],
-    warn: ['catalog/startup-headroom'],
     options: { startupTimeoutMs: 10_000 },
     variant: { http: false, jobs: 1, env: { SLOW_WHEN_CROWDED_MS: '12000', CROWD_KEY: 'over-budget' } },
   },
 };
 
+/** Second cases of a mutant, run with other settings and so finding other things; each comes right after its mutant's case. */
+const SECOND_RUNS: Record<string, Case & { mutant: string }> = {
+  'slow-but-in-budget': {
+    mutant: 'slow-when-crowded',
+    only: 'catalog/',
+    fail: [],
+    warn: ['stdio catalog/startup-headroom'],
+    http: false,
+    // Wide margins both ways: 12 s of a 20 s budget stays inside it even on a loaded machine.
+    options: { startupTimeoutMs: 20_000 },
+    variant: { http: false, jobs: 1, env: { SLOW_WHEN_CROWDED_MS: '12000', CROWD_KEY: 'in-budget' } },
+  },
+};
+
+/** A declaration's findings as "<transport> <check id>", stdio first. */
+const overTransports = (findings: Findings | undefined): string[] => [
+  ...(findings?.stdio ?? []).map((id) => `stdio ${id}`),
+  ...(findings?.http ?? []).map((id) => `http ${id}`),
+];
+/** The results with a status, as "<transport> <check id>": which transport found it counts too. */
+const findings = (results: CheckResult[], status: CheckResult['status']) =>
+  results
+    .filter((r) => r.status === status)
+    .map((r) => `${r.transport} ${r.id}`)
+    .sort();
+
+/** The case table, in the declarations' order: every mutant that declares findings (then its second runs). */
+export const matrix: Record<string, Case> = Object.fromEntries(
+  Object.entries(mutants).flatMap(([name, mutant]): [string, Case][] => {
+    if (!mutant.fails && !mutant.warns) return [];
+    const http = mutant.fails?.http !== undefined || mutant.warns?.http !== undefined;
+    const own: Case = { fail: overTransports(mutant.fails), warn: overTransports(mutant.warns), http, ...RUN[name] };
+    return [[name, own], ...Object.entries(SECOND_RUNS).filter(([, second]) => second.mutant === name)];
+  }),
+);
+
 /**
  * Mutants whose defect needs three or more calls on one process, in a pattern no fixed scenario
- * has: the matrix above proves every fixed check passes them; test/explore.test.ts proves that
- * exploration (explore/sequences-hold-contract) catches each one.
+ * has (declared `foundBy: 'exploration'`): the matrix above proves every fixed check passes them;
+ * test/explore.test.ts proves that exploration (explore/sequences-hold-contract) catches each one.
  */
-export const ONLY_EXPLORATION_FINDS = ['direct-after-two-successes', 'round-robin-workers', 'pins-workspace-after-repeat', 'launcher-cache-by-state'];
+export const ONLY_EXPLORATION_FINDS = Object.entries(mutants)
+  .filter(([, mutant]) => mutant.foundBy === 'exploration')
+  .map(([name]) => name);
+
+/** How a case runs: the server's arguments, the run options and the plan variant (with the checks selected). */
+export function casePlan(name: string, expected: Case): { args: string[]; options: Case['options']; variant: PlanVariant } {
+  // The catalog scenario starts four servers at once and the resource scenario reads no
+  // command: they run for the mutants whose defect can show there (and for the reference),
+  // and are left out of the others to keep this fast.
+  const catalog = name.includes('catalog') || name.includes('slow') || name.includes('crowded');
+  const resources = name.includes('resource') || name.includes('capability');
+  const only = expected.only;
+  const select = only
+    ? (id: string) => id.startsWith(only)
+    : (id: string) => (catalog || !id.startsWith('catalog/')) && (resources || !id.startsWith('resources/'));
+  return {
+    args: [mutantsServer, expected.mutant ?? name],
+    options: expected.options,
+    variant: { http: expected.http, select, ...expected.variant },
+  };
+}
 
 /** Runs every case whose index has the given parity: the table is split over two test files so
  * that both vitest workers share it. */
@@ -128,22 +111,10 @@ export function mutantCases(part: 0 | 1): void {
       test(
         mutant,
         async () => {
-          // The catalog scenario starts four servers at once and the resource scenario reads no
-          // command: they run for the mutants whose defect can show there (and for the reference),
-          // and are left out of the others to keep this fast.
-          const catalog = mutant.includes('catalog') || mutant.includes('slow') || mutant.includes('crowded');
-          const resources = mutant.includes('resource') || mutant.includes('capability');
-          const only = expected.only;
-          const select = only
-            ? (id: string) => id.startsWith(only)
-            : (id: string) => (catalog || !id.startsWith('catalog/')) && (resources || !id.startsWith('resources/'));
-          const report = await runAgainst([mutantsServer, expected.mutant ?? mutant], expected.options, {
-            http: expected.http ?? false,
-            select,
-            ...expected.variant,
-          });
-          expect(idsWith(report.results, 'fail')).toEqual([...expected.fail].sort());
-          expect(idsWith(report.results, 'warn')).toEqual([...(expected.warn ?? [])].sort());
+          const { args, options, variant } = casePlan(mutant, expected);
+          const report = await runAgainst(args, options, variant);
+          expect(findings(report.results, 'fail')).toEqual([...expected.fail].sort());
+          expect(findings(report.results, 'warn')).toEqual([...expected.warn].sort());
           // The crowded mutant counts its siblings through pid files in a directory of its own.
           const crowd = expected.variant?.env?.CROWD_KEY;
           if (crowd) rmSync(join(tmpdir(), `msc-crowd-${crowd}`), { recursive: true, force: true });

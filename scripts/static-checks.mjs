@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// npm test's static checks, at once: the type check of everything (sources and tests), the linter
+// and the formatter. Each one's output is printed whole when it ends; the exit status is 1 if any
+// of them failed. (Run one by one they take about 25 s on a 2-core machine; together about 12.)
+import { spawn } from 'node:child_process';
+
+const CHECKS = [
+  ['type check', 'typescript/bin/tsc', ['-p', 'tsconfig.test.json']],
+  ['lint', 'eslint/bin/eslint.js', ['.']],
+  ['format', 'prettier/bin/prettier.cjs', ['--check', '--log-level', 'warn', '.']],
+];
+
+const started = Date.now();
+const results = await Promise.all(
+  CHECKS.map(
+    ([name, script, args]) =>
+      new Promise((resolve) => {
+        const child = spawn(process.execPath, [`node_modules/${script}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let output = '';
+        child.stdout.on('data', (chunk) => (output += chunk));
+        child.stderr.on('data', (chunk) => (output += chunk));
+        child.on('error', (error) => resolve({ name, code: 1, output: String(error) }));
+        child.on('close', (code) => resolve({ name, code: code ?? 1, output }));
+      }),
+  ),
+);
+for (const { name, code, output } of results) {
+  process.stdout.write(`${code === 0 ? 'ok  ' : 'FAIL'} ${name}\n`);
+  if (output.trim()) process.stdout.write(`${output.trimEnd()}\n`);
+}
+process.stdout.write(`static checks: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+process.exit(results.every((r) => r.code === 0) ? 0 : 1);

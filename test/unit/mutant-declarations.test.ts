@@ -1,0 +1,49 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test } from 'vitest';
+import { mutants, type Findings, type Transport } from '../../fixtures/servers/mutants.mjs';
+import { packageRoot } from '../../harness/paths.js';
+import { allChecks, transportsOf } from '../../suites/index.js';
+import { matrix } from '../matrix-cases.js';
+
+// What each mutant must find is declared with its defect (fixtures/servers/mutants.mjs); the
+// matrix is derived from those declarations. These checks need no server.
+const declared = Object.entries(mutants);
+const listed = (findings: Findings | undefined) => Object.entries(findings ?? {}) as [Transport, readonly string[]][];
+
+test('every mutant declares what it must find, or names the test that runs it instead', () => {
+  const neither = declared.filter(([, m]) => !m.fails && !m.warns && !m.testedBy).map(([name]) => name);
+  expect(neither).toEqual([]);
+  const both = declared.filter(([, m]) => (m.fails || m.warns) && m.testedBy).map(([name]) => name);
+  expect(both).toEqual([]);
+  // The test named runs it.
+  const elsewhere = declared.flatMap(([name, m]) => (m.testedBy ? [[name, m.testedBy] as const] : []));
+  const missing = elsewhere.filter(
+    ([name, file]) => !existsSync(join(packageRoot(), file)) || !readFileSync(join(packageRoot(), file), 'utf8').includes(`'${name}'`),
+  );
+  expect(missing).toEqual([]);
+});
+
+test('each declared finding is a check, listed under a transport that check runs over', () => {
+  const ids = new Set(allChecks.map((c) => c.id));
+  const wrong = declared.flatMap(([name, m]) =>
+    [...listed(m.fails), ...listed(m.warns)].flatMap(([transport, found]) =>
+      found.filter((id) => !ids.has(id) || !transportsOf(id).includes(transport)).map((id) => `${name}: ${transport} ${id}`),
+    ),
+  );
+  expect(wrong).toEqual([]);
+});
+
+test('fails names every transport a mutant runs over; a mutant only exploration finds fails no fixed check', () => {
+  const warnsElsewhere = declared.filter(([, m]) => listed(m.warns).some(([transport]) => m.fails?.[transport] === undefined)).map(([name]) => name);
+  expect(warnsElsewhere).toEqual([]);
+  const explorationOnly = declared.filter(([, m]) => m.foundBy === 'exploration');
+  expect(explorationOnly.length).toBeGreaterThan(0);
+  expect(explorationOnly.filter(([, m]) => [...listed(m.fails), ...listed(m.warns)].some(([, found]) => found.length > 0)).map(([name]) => name)).toEqual([]);
+});
+
+test('the matrix holds every mutant that declares findings, and runs only mutants that exist', () => {
+  const inMatrix = declared.filter(([, m]) => m.fails || m.warns).map(([name]) => name);
+  expect(inMatrix.filter((name) => !(name in matrix))).toEqual([]);
+  expect(Object.entries(matrix).filter(([name, c]) => !((c.mutant ?? name) in mutants))).toEqual([]);
+});
