@@ -1,9 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
-import YAML from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import type { Transport } from '../harness/codex-wire.js';
 import { isObject } from '../harness/json.js';
-import type { CheckDef, CheckResult, Status } from '../suites/model.js';
+import type { CheckDef } from '../suites/model.js';
 import { globMatcher, UsageError } from './config.js';
+import type { GradedResult, GradedStatus } from './grade.js';
 
 /**
  * A baseline: the failures a project knows about and accepts for now, each with the reason why.
@@ -29,11 +31,11 @@ export interface Baseline {
 /** What a baseline did to a result: the entry that listed it and the status the check had. */
 export interface BaselineMark {
   entry: BaselineEntry;
-  was: Status;
+  was: GradedStatus;
 }
 
-/** A result after the baseline: a CheckResult with the mark of the entry that listed it, if any. */
-export type ReportedResult = CheckResult & { baseline?: BaselineMark };
+/** A result after the baseline: a graded result with the mark of the entry that listed it, if any. */
+export type ReportedResult = GradedResult & { baseline?: BaselineMark };
 
 export interface BaselineOutcome {
   results: ReportedResult[];
@@ -45,8 +47,13 @@ export interface BaselineOutcome {
 
 export const PLACEHOLDER_REASON = 'TODO: why this is expected';
 /** The statuses a baseline entry can expect: a MUST failure, or a SHOULD failure reported as a warning. */
-const FAILING: ReadonlySet<Status> = new Set<Status>(['fail', 'warn']);
+const FAILING: ReadonlySet<GradedStatus> = new Set<GradedStatus>(['fail', 'warn']);
 const ENTRY_KEYS = new Set(['id', 'reason', 'transport']);
+
+// yaml is loaded on first use (a YAML baseline, or paste-ready entries to print): it costs about
+// 60 ms of CPU to load, which --help, a usage error or a run without failures need not pay.
+let yamlModule: typeof Yaml | undefined;
+const YAML = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml);
 
 export const baselineFormat = (file: string): 'yaml' | 'json' => (/\.json$/i.test(file) ? 'json' : 'yaml');
 
@@ -69,7 +76,7 @@ export function loadBaseline(file: string, { mayBeMissing = false } = {}): Basel
   }
   let raw: unknown;
   try {
-    raw = format === 'json' ? JSON.parse(text) : YAML.parse(text, { prettyErrors: false });
+    raw = format === 'json' ? JSON.parse(text) : YAML().parse(text, { prettyErrors: false });
   } catch (error) {
     throw new UsageError(`baseline ${file} is not valid ${format === 'json' ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`);
   }
@@ -101,11 +108,11 @@ export function validateBaseline(raw: unknown, file: string): BaselineEntry[] {
 
 const matcherFor = (entry: BaselineEntry) => {
   const idMatches = globMatcher([entry.id]);
-  return (result: Pick<CheckResult, 'id' | 'transport'>) => idMatches(result.id) && (!entry.transport || entry.transport === result.transport);
+  return (result: Pick<GradedResult, 'id' | 'transport'>) => idMatches(result.id) && (!entry.transport || entry.transport === result.transport);
 };
 
 /** The first entry that lists a result, in file order. */
-function entryFor(entries: BaselineEntry[], result: CheckResult): BaselineEntry | undefined {
+function entryFor(entries: BaselineEntry[], result: GradedResult): BaselineEntry | undefined {
   return entries.find((entry) => matcherFor(entry)(result));
 }
 
@@ -113,7 +120,7 @@ function entryFor(entries: BaselineEntry[], result: CheckResult): BaselineEntry 
  * The status transform. A listed failure (or warning) becomes `xfail`, a listed pass becomes
  * `xpass`; skips and errors stay as they are (the check said nothing either way).
  */
-export function applyBaseline(results: CheckResult[], entries: BaselineEntry[], checks: CheckDef[], file: string): BaselineOutcome {
+export function applyBaseline(results: GradedResult[], entries: BaselineEntry[], checks: CheckDef[], file: string): BaselineOutcome {
   const stale = new Set<BaselineEntry>();
   const applied = results.map((result): ReportedResult => {
     const entry = entryFor(entries, result);
@@ -140,7 +147,7 @@ export function applyBaseline(results: CheckResult[], entries: BaselineEntry[], 
  * The entry a failing result would need: the transport is named only when the same check has a
  * result on the other transport that does not fail (an entry for both would then be stale).
  */
-export function entryForFailure(result: CheckResult, all: CheckResult[], reason = PLACEHOLDER_REASON): BaselineEntry {
+export function entryForFailure(result: GradedResult, all: GradedResult[], reason = PLACEHOLDER_REASON): BaselineEntry {
   const elsewhere = all.filter((r) => r.id === result.id && r.transport !== result.transport);
   const narrow = elsewhere.some((r) => !FAILING.has(r.status));
   return { id: result.id, reason, ...(narrow ? { transport: result.transport } : {}) };
@@ -158,7 +165,7 @@ export function unexpectedFailures(results: ReportedResult[]): ReportedResult[] 
  * narrowed to exact entries for those failures with the same reason. Entries naming no check go.
  * Each failure no entry lists gets a new entry with a placeholder reason.
  */
-export function updatedEntries(results: CheckResult[], entries: BaselineEntry[], checks: CheckDef[]): BaselineEntry[] {
+export function updatedEntries(results: GradedResult[], entries: BaselineEntry[], checks: CheckDef[]): BaselineEntry[] {
   const out: BaselineEntry[] = [];
   const seen = new Set<string>();
   const push = (entry: BaselineEntry) => {
@@ -207,12 +214,12 @@ const HEADER = [
 /** Baseline entries as the file's text, in the file's format (also the paste-ready snippet). */
 export function formatEntries(entries: BaselineEntry[], format: 'yaml' | 'json'): string {
   if (format === 'json') return entries.map((e) => JSON.stringify(e)).join(',\n');
-  return YAML.stringify(entries, { lineWidth: 0 }).trimEnd();
+  return YAML().stringify(entries, { lineWidth: 0 }).trimEnd();
 }
 
 export function serializeBaseline(entries: BaselineEntry[], format: 'yaml' | 'json'): string {
   if (format === 'json') return JSON.stringify({ version: 1, expectedFailures: entries }, null, 2) + '\n';
-  const doc = new YAML.Document({ version: 1, expectedFailures: entries });
+  const doc = new (YAML().Document)({ version: 1, expectedFailures: entries });
   doc.commentBefore = HEADER.map((line) => ` ${line}`).join('\n');
   return doc.toString({ lineWidth: 0 });
 }

@@ -1,6 +1,7 @@
 import type { Hint } from '../suites/model.js';
 import type { RunReport } from '../suites/runner.js';
 import { locateRealCodex } from '../harness/real-codex.js';
+import type { GradedReport } from './grade.js';
 import { adapterDescription } from './reporters/index.js';
 
 /**
@@ -33,7 +34,7 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>): string {
 }
 
 /** The report with each hint worded into its check's message, once, before any reporter runs. */
-export function withHints<R extends RunReport>(report: R): R {
+export function withHints<R extends GradedReport>(report: R): R {
   const worded = new Map<Hint, string>();
   const word = (hint: Hint) => worded.get(hint) ?? worded.set(hint, hintText(hint, report)).get(hint)!;
   return { ...report, results: report.results.map((r) => (r.hint ? { ...r, message: `${r.message ?? ''}${word(r.hint)}` } : r)) };

@@ -20,13 +20,8 @@ import {
 } from './baseline.js';
 import { assertOutputDirectory, assertWritableFile, loadConfig, UsageError } from './config.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
-import { renderGithub } from './reporters/github.js';
-import { renderHtml } from './reporters/html.js';
-import { renderHuman, stopCommands } from './reporters/human.js';
+import type * as HumanReporter from './reporters/human.js';
 import { parseReporters, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
-import { renderJson } from './reporters/json.js';
-import { renderJunit } from './reporters/junit.js';
-import { renderMarkdown } from './reporters/markdown.js';
 import { envSecrets, inGithubActions, neutralize, sanitizeRun, urlSecrets } from './sanitize.js';
 import { formatTranscript, redactArgv, redactText, transcriptKey, writeTranscripts } from './transcripts.js';
 
@@ -186,12 +181,16 @@ function writeOut(path: string, text: string): void {
   }
 }
 
-const RENDER: Record<Exclude<ReporterName, 'human'>, (data: ReportData) => string> = {
-  json: renderJson,
-  junit: renderJunit,
-  markdown: renderMarkdown,
-  github: renderGithub,
-  html: renderHtml,
+/**
+ * Each format's renderer, loaded when a --reporter asks for it: the reporters (junit-report-builder,
+ * the HTML page, chalk for the human report) cost CPU to load that --help or a usage error need not pay.
+ */
+const RENDER: Record<Exclude<ReporterName, 'human'>, () => Promise<(data: ReportData) => string>> = {
+  json: async () => (await import('./reporters/json.js')).renderJson,
+  junit: async () => (await import('./reporters/junit.js')).renderJunit,
+  markdown: async () => (await import('./reporters/markdown.js')).renderMarkdown,
+  github: async () => (await import('./reporters/github.js')).renderGithub,
+  html: async () => (await import('./reporters/html.js')).renderHtml,
 };
 
 /** Applies the baseline, writes every report and transcript, and returns the exit code. */
@@ -249,7 +248,7 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
   let stdoutTaken = false;
   for (const spec of specs) {
     if (spec.name === 'human') continue;
-    const text = RENDER[spec.name](data);
+    const text = (await RENDER[spec.name]())(data);
     if (spec.path) writeOut(spec.path, text);
     else {
       process.stdout.write(text);
@@ -257,13 +256,14 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
     }
   }
   // The human report comes last, so that on stdout its tally is the last line of the run.
-  for (const spec of specs.filter((s) => s.name === 'human' && s.path)) writeOut(spec.path!, humanReport(data, args, false));
+  const human = await import('./reporters/human.js');
+  for (const spec of specs.filter((s) => s.name === 'human' && s.path)) writeOut(spec.path!, humanReport(human, data, args, false));
   const terminal = stdoutTaken ? process.stderr : process.stdout;
-  terminal.write(humanReport(data, args, colorFor(terminal, args.color)));
+  terminal.write(humanReport(human, data, args, colorFor(terminal, args.color)));
   return exitCode;
 }
 
-function humanReport(data: ReportData, args: ResultArgs, color: boolean): string {
+function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: ReportData, args: ResultArgs, color: boolean): string {
   // Trace lines come neutralized and defused from formatTranscript; in Actions they are wrapped too.
   const untrusted = (lines: string[]) => stopCommands(lines, inGithubActions());
   const traced = new Map<string, string>();

@@ -66,7 +66,7 @@ export const transcriptFileName = (scenario: string, transport: Transport): stri
  * Writes one JSONL file per scenario and transport that recorded anything (a scenario that never
  * started a server has nothing to show) and returns the path of each, by transcriptKey.
  */
-export function writeTranscripts(dir: string, results: CheckResult[]): Map<string, string> {
+export function writeTranscripts(dir: string, results: Pick<CheckResult, 'id' | 'scenario' | 'transport' | 'transcript'>[]): Map<string, string> {
   mkdirSync(dir, { recursive: true });
   const written = new Map<string, string>();
   for (const result of results) {

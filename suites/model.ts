@@ -36,7 +36,12 @@ export const RULES = [
   'HOST-4',
 ] as const;
 export type RuleId = (typeof RULES)[number];
-export type Status = 'pass' | 'fail' | 'warn' | 'skip' | 'error' | 'xfail' | 'xpass';
+/**
+ * What the suites decide about a check, ungraded: a finding is `fail` at every level. The CLI's
+ * graded statuses (`warn` for a finding that does not fail the run, and the baseline's `xfail` and
+ * `xpass`) are its own: cli/grade.ts GradedStatus.
+ */
+export type Status = 'pass' | 'fail' | 'skip' | 'error';
 export type SkipReason = 'not-applicable' | 'could-not-run';
 /** What a check needs from the target before it can say anything. */
 export type Need = 'exec' | 'opt-in' | 'http' | 'session' | 'resources' | 'codex';

@@ -643,7 +643,7 @@ function applyFindings(results: CheckResult[], findings: Finding[]): void {
     const list = [...unsorted].sort((a, b) => rank(a).localeCompare(rank(b)) || (a.call ?? 0) - (b.call ?? 0));
     const lines = list.slice(0, MAX_FINDINGS_SHOWN).map((f) => `! ${f.message}`);
     if (list.length > MAX_FINDINGS_SHOWN) lines.push(`! … and ${list.length - MAX_FINDINGS_SHOWN} more`);
-    if (result.status === 'fail' || result.status === 'warn') {
+    if (result.status === 'fail') {
       // The scenario's own verdict already speaks for its own calls; add what happened elsewhere.
       const elsewhere = list.filter((f) => f.scenario !== result.scenario);
       if (elsewhere.length) result.diff = [...(result.diff ?? []), ...elsewhere.slice(0, MAX_FINDINGS_SHOWN).map((f) => `! ${f.message}`)];

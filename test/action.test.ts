@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parse as parseJunit } from 'junit2json';
 import YAML from 'yaml';
 import { afterAll, describe, expect, test } from 'vitest';
-import { root } from './helpers.js';
+import { mutantsServer, referenceServer, root } from './helpers.js';
 import { reportValidator } from './fixtures/report-validator.js';
 
 /**
@@ -182,7 +182,7 @@ describe('action.yml, run as GitHub would', () => {
 
   test('the reference server: green, outputs set, summary written, no annotation', async () => {
     const cwd = workspace('reference');
-    const run = await runAction({ server: 'node fixtures/servers/reference/server.mjs', 'working-directory': root }, { cwd });
+    const run = await runAction({ server: `node ${relative(root, referenceServer)}`, 'working-directory': root }, { cwd });
     expect(run.code, run.stderr).toBe(0);
     expect(run.skippedSteps).toEqual(['Install mcp-sandbox-conformance']);
     expect(Number(run.outputs.passed)).toBeGreaterThan(10);
@@ -202,7 +202,7 @@ describe('action.yml, run as GitHub would', () => {
     const cwd = workspace('mutant');
     const hostile = 'html=$(touch${IFS}pwned1).html html=`touch${IFS}pwned2`.html html=report.html;touch${IFS}pwned3';
     const run = await runAction(
-      { server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`, reporters: hostile, 'working-directory': cwd, config: noExplore() },
+      { server: `node ${mutantsServer} drops-unknown-fields`, reporters: hostile, 'working-directory': cwd, config: noExplore() },
       { cwd: scratch },
     );
     expect(run.code).toBe(1);
@@ -229,7 +229,7 @@ describe('action.yml, run as GitHub would', () => {
     writeFileSync(join(cwd, 'baseline.yml'), YAML.stringify({ expectedFailures: failing.map((c) => ({ id: c.id, transport: c.transport, reason: 'known' })) }));
     const run = await runAction(
       {
-        server: `node ${join(root, 'fixtures/servers/mutants.mjs')} drops-unknown-fields`,
+        server: `node ${mutantsServer} drops-unknown-fields`,
         baseline: 'baseline.yml',
         'working-directory': cwd,
         config: noExplore(),
@@ -329,14 +329,11 @@ describe('action.yml, run as GitHub would', () => {
 
   test('a multi-line server input runs the whole command, not its first line', async () => {
     const cwd = workspace('multi-line');
-    const run = await runAction(
-      { server: `node\n${join(root, 'fixtures/servers/reference/server.mjs')}`, reporters: 'html=one.html\nhtml=two.html', config: noExplore() },
-      { cwd },
-    );
+    const run = await runAction({ server: `node\n${referenceServer}`, reporters: 'html=one.html\nhtml=two.html', config: noExplore() }, { cwd });
     expect(run.code, run.stderr).toBe(0);
     expect(readdirSync(cwd).sort()).toEqual(['one.html', 'two.html']);
     const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
-    expect(report.target.command).toEqual(['node', join(root, 'fixtures/servers/reference/server.mjs')]);
+    expect(report.target.command).toEqual(['node', referenceServer]);
   });
 
   test('version: runs that npm version through npx; a version that is not one is refused', async () => {

@@ -6,8 +6,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { applyBaseline, loadBaseline, PLACEHOLDER_REASON, updatedEntries, type BaselineEntry } from '../cli/baseline.js';
 import { UsageError } from '../cli/config.js';
 import { blockedByExpectedFailure, exitCodeFor } from '../cli/exit-codes.js';
+import type { GradedResult, GradedStatus } from '../cli/grade.js';
 import { allChecks } from '../suites/index.js';
-import type { CheckResult, Status } from '../suites/model.js';
 import { mutantsServer, referenceConfig, referenceServer } from './helpers.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
 import { blockedResults } from './fixtures/synthetic-report.js';
@@ -20,7 +20,7 @@ const file = (name: string, text?: string) => {
   return path;
 };
 
-const r = (id: string, status: Status, transport: 'stdio' | 'http' = 'stdio'): CheckResult => ({
+const r = (id: string, status: GradedStatus, transport: 'stdio' | 'http' = 'stdio'): GradedResult => ({
   id,
   rule: 'X-1',
   level: 'MUST',
@@ -101,7 +101,7 @@ describe('applying a baseline', () => {
 });
 
 describe('grading a check that could not run because another failed', () => {
-  const exit = (results: CheckResult[]) => exitCodeFor({ results, durationMs: 0 });
+  const exit = (results: GradedResult[]) => exitCodeFor({ results, durationMs: 0 });
   test('blocked by an expected failure (directly or in turn): not incomplete, exit 0', () => {
     const results = blockedResults({ baseline: true, unblocked: false });
     expect(results[0]!.status).toBe('xfail');
@@ -131,8 +131,8 @@ describe('grading a check that could not run because another failed', () => {
     expect(exit(withHttpControl)).toBe(3);
     // No result of the blocker on its own transport: the other transport's decides.
     expect(exit([control!, httpArgv])).toBe(0);
-    const a: CheckResult = { ...argv!, id: 'forwarding/argv-shape', blockedBy: 'forwarding/state-unchanged' };
-    const b: CheckResult = { ...argv!, id: 'forwarding/state-unchanged', blockedBy: 'forwarding/argv-shape' };
+    const a: GradedResult = { ...argv!, id: 'forwarding/argv-shape', blockedBy: 'forwarding/state-unchanged' };
+    const b: GradedResult = { ...argv!, id: 'forwarding/state-unchanged', blockedBy: 'forwarding/argv-shape' };
     expect(exit([a, b])).toBe(3);
   });
 });

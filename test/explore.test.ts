@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/explore.js';
-import type { CheckResult } from '../suites/model.js';
+import type { GradedResult } from '../cli/grade.js';
 import { mutantsServer, referenceServer, runAgainst } from './helpers.js';
 import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 
@@ -15,9 +15,9 @@ import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 const FIXED_ALSO_FIND = ['every-third-call-direct'];
 
 const exploreOnly = { http: false, select: (id: string) => id === sequencesHoldContract.id };
-const explored = (results: CheckResult[]) => results.find((r) => r.id === sequencesHoldContract.id && r.transport === 'stdio')!;
+const explored = (results: GradedResult[]) => results.find((r) => r.id === sequencesHoldContract.id && r.transport === 'stdio')!;
 /** One exploration per mutant, shared by the tests that look at it (each costs dozens of server starts). */
-const explorations = new Map<string, Promise<CheckResult>>();
+const explorations = new Map<string, Promise<GradedResult>>();
 const exploration = (mutant: string) => {
   if (!explorations.has(mutant))
     explorations.set(

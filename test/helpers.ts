@@ -1,8 +1,7 @@
-import { grade } from '../cli/grade.js';
+import { grade, type GradedResult } from '../cli/grade.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allScenarios } from '../suites/index.js';
-import type { CheckResult } from '../suites/model.js';
 import { runSuite, type RunPlan } from '../suites/runner.js';
 import { shellQuote } from '../harness/observers.js';
 import { packageRoot } from '../harness/paths.js';
@@ -51,7 +50,7 @@ export async function runAgainst(args: string[], overrides: Partial<RunPlan['opt
   return { ...report, results: grade(report.results, false) };
 }
 
-export const idsWith = (results: CheckResult[], status: CheckResult['status']) =>
+export const idsWith = (results: GradedResult[], status: GradedResult['status']) =>
   results
     .filter((r) => r.status === status)
     .map((r) => r.id)

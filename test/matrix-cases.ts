@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { mutants, type Findings } from '../fixtures/servers/mutants.mjs';
-import type { CheckResult } from '../suites/model.js';
+import type { GradedResult, GradedStatus } from '../cli/grade.js';
 import type { RunPlan } from '../suites/runner.js';
 import { idsWith, mutantsServer, runAgainst, type PlanVariant } from './helpers.js';
 
@@ -59,7 +59,7 @@ const overTransports = (findings: Findings | undefined): string[] => [
   ...(findings?.http ?? []).map((id) => `http ${id}`),
 ];
 /** The results with a status, as "<transport> <check id>": which transport found it counts too. */
-const findings = (results: CheckResult[], status: CheckResult['status']) =>
+const findings = (results: GradedResult[], status: GradedStatus) =>
   results
     .filter((r) => r.status === status)
     .map((r) => `${r.transport} ${r.id}`)

@@ -5,3 +5,15 @@ delete process.env.NODE_EXTRA_CA_CERTS;
 // The CLI wraps untrusted text in stop-commands blocks when it runs in GitHub Actions; tests that
 // want that behaviour set GITHUB_ACTIONS themselves.
 delete process.env.GITHUB_ACTIONS;
+
+// MSC_TEST_CPU_LOG=<file>: each test file appends the CPU its worker process and every process it
+// waited for (servers, CLI runs) used, to find where the suite's time goes.
+if (process.env.MSC_TEST_CPU_LOG) {
+  const { afterAll, expect } = await import('vitest');
+  const { appendFileSync, readFileSync } = await import('node:fs');
+  afterAll(() => {
+    const fields = readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
+    const ticks = [11, 12, 13, 14].map((i) => Number(fields[i])).reduce((a, b) => a + b, 0);
+    appendFileSync(process.env.MSC_TEST_CPU_LOG!, `${(ticks / 100).toFixed(1)}\t${process.pid}\t${expect.getState().testPath}\n`);
+  });
+}

@@ -1,4 +1,4 @@
-import type { Status } from '../../suites/model.js';
+import type { GradedStatus } from '../grade.js';
 import type { ReportedResult } from '../baseline.js';
 import { jsonSafe, neutralizeMultiline } from '../sanitize.js';
 import { formatTranscript, transcriptKey } from '../transcripts.js';
@@ -29,7 +29,7 @@ const scriptJson = (value: unknown): string =>
     .replace(/\u2028/g, '\\u2028')
     .replace(/\u2029/g, '\\u2029');
 
-const LABEL: Record<Status, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERROR', xfail: 'XFAIL', xpass: 'XPASS' };
+const LABEL: Record<GradedStatus, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERROR', xfail: 'XFAIL', xpass: 'XPASS' };
 
 function diffHtml(lines: string[]): string {
   return lines
@@ -163,7 +163,7 @@ export function renderHtml(data: ReportData): string {
     if (!(key in transcripts) && result.transcript.length) transcripts[key] = formatTranscript(result.transcript, 4_000);
   }
   const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
-  const counts = new Map<Status, number>(STATUS_ORDER.map((s) => [s, report.results.filter((r) => r.status === s).length]));
+  const counts = new Map<GradedStatus, number>(STATUS_ORDER.map((s) => [s, report.results.filter((r) => r.status === s).length]));
   const filters = STATUS_ORDER.filter((s) => counts.get(s)! > 0)
     .map(
       (s) =>

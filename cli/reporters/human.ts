@@ -1,7 +1,7 @@
 import { Chalk, type ChalkInstance } from 'chalk';
-import type { RunReport } from '../../suites/runner.js';
-import type { CheckDef, CheckResult, Status } from '../../suites/model.js';
+import type { CheckDef } from '../../suites/model.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
+import type { GradedReport, GradedResult, GradedStatus } from '../grade.js';
 import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';
 import { counterexampleLines } from './counterexample.js';
 import { execSummary } from './index.js';
@@ -19,8 +19,8 @@ export interface Tally {
   xpass: number;
 }
 
-export function tally(results: CheckResult[]): Tally {
-  const count = (...statuses: Status[]) => results.filter((r) => statuses.includes(r.status)).length;
+export function tally(results: GradedResult[]): Tally {
+  const count = (...statuses: GradedStatus[]) => results.filter((r) => statuses.includes(r.status)).length;
   return {
     passed: count('pass'),
     failed: count('fail'),
@@ -43,9 +43,9 @@ export function summaryLine(t: Tally): string {
   return [`${t.passed} passed`, `${t.failed} failed`, `${t.skipped} skipped`, ...extra].join(', ');
 }
 
-const LABEL: Record<Status, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERR ', xfail: 'XFAIL', xpass: 'XPASS' };
+const LABEL: Record<GradedStatus, string> = { pass: 'PASS', fail: 'FAIL', warn: 'WARN', skip: 'SKIP', error: 'ERR ', xfail: 'XFAIL', xpass: 'XPASS' };
 
-function paint(c: ChalkInstance, status: Status, text: string): string {
+function paint(c: ChalkInstance, status: GradedStatus, text: string): string {
   switch (status) {
     case 'pass':
       return c.green(text);
@@ -98,7 +98,7 @@ function messageLines(head: string, message: string, indent: string): string[] {
  * " (blocked by <id>)" for a could-not-run that another check's failure kept from running, noting
  * when that failure is one the baseline expects (the run is then not incomplete on its account).
  */
-export function blockedNote(result: CheckResult, results: CheckResult[]): string {
+export function blockedNote(result: GradedResult, results: GradedResult[]): string {
   if (!result.blockedBy) return '';
   const expected = blockedByExpectedFailure(result, results);
   const direct = results.some((r) => r.id === result.blockedBy && r.status === 'xfail');
@@ -111,7 +111,7 @@ export interface HumanOptions {
   version: string;
   checks: CheckDef[];
   /** Extra lines under a check (cli/results.ts: the baseline entry, --trace transcripts). */
-  details?: (result: CheckResult, indent: string, c: ChalkInstance) => string[];
+  details?: (result: GradedResult, indent: string, c: ChalkInstance) => string[];
   /** Lines just before the tally (cli/results.ts: baseline notes and paste-ready entries). */
   footer?: (c: ChalkInstance) => string[];
   /** Running in GitHub Actions: server-derived blocks are wrapped in `::stop-commands::` (see githubBlock). */
@@ -123,7 +123,7 @@ export interface HumanOptions {
 }
 
 /** The terminal report: one line per check, details under each failure, the tally last. */
-export function renderHuman(report: RunReport, options: HumanOptions): string {
+export function renderHuman(report: GradedReport, options: HumanOptions): string {
   const c = new Chalk({ level: options.color ? 1 : 0 });
   const out: string[] = [];
   const untrusted = (lines: string[], paint?: (line: string) => string) => githubBlock(lines, Boolean(options.githubActions), paint);
@@ -157,8 +157,8 @@ export function renderHuman(report: RunReport, options: HumanOptions): string {
   const bothTransports = (report.transports ?? [...new Set(report.results.map((r) => r.transport))]).length > 1;
   const defs = new Map(options.checks.map((d) => [d.id, d]));
   // A skip reason shared by three checks or more is said once, after the list, with the count.
-  const whyOf = (result: CheckResult) => (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`);
-  const skipKey = (result: CheckResult) => `${whyOf(result)}\0${result.message ?? ''}`;
+  const whyOf = (result: GradedResult) => (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`);
+  const skipKey = (result: GradedResult) => `${whyOf(result)}\0${result.message ?? ''}`;
   const shared = new Map<string, number>();
   for (const result of report.results) if (result.status === 'skip') shared.set(skipKey(result), (shared.get(skipKey(result)) ?? 0) + 1);
   const collapsed = new Set([...shared].filter(([, n]) => n >= 3).map(([key]) => key));

@@ -1,9 +1,10 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import type { CheckDef, Status } from '../../suites/model.js';
+import type { CheckDef } from '../../suites/model.js';
 import type { RunReport } from '../../suites/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
 import { UsageError } from '../config.js';
+import type { GradedStatus } from '../grade.js';
 import { redactValue } from '../transcripts.js';
 
 /**
@@ -105,10 +106,10 @@ export const hasBothTransports = (report: { results: { transport: string }[]; tr
 /** A check's display name: the id, and the transport when the run has both. */
 export const displayName = (result: { id: string; transport: string }, both: boolean): string => (both ? `${result.id} (${result.transport})` : result.id);
 
-export const STATUS_ORDER: Status[] = ['fail', 'xpass', 'error', 'warn', 'xfail', 'skip', 'pass'];
+export const STATUS_ORDER: GradedStatus[] = ['fail', 'xpass', 'error', 'warn', 'xfail', 'skip', 'pass'];
 
 /** Statuses that make the run fail or that a reader must look at. */
-export const isProblem = (status: Status): boolean => status === 'fail' || status === 'xpass' || status === 'error' || status === 'warn';
+export const isProblem = (status: GradedStatus): boolean => status === 'fail' || status === 'xpass' || status === 'error' || status === 'warn';
 
 /** A value as text: strings as they are, everything else as indented JSON. */
 export const asText = (value: unknown): string => (typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? String(value)));

@@ -1,6 +1,7 @@
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import type { Counterexample, Level, SkipReason, Status } from '../../suites/model.js';
+import type { Counterexample, Level, SkipReason } from '../../suites/model.js';
 import type { BaselineEntry } from '../baseline.js';
+import type { GradedStatus } from '../grade.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import { jsonSafe } from '../sanitize.js';
 import { redactValue, transcriptKey } from '../transcripts.js';
@@ -23,7 +24,7 @@ export interface CheckRecord {
   level: Level;
   transport: 'stdio' | 'http';
   scenario: string;
-  status: Status;
+  status: GradedStatus;
   skipReason?: SkipReason;
   /** For could-not-run: the check whose failure kept this one from running. */
   blockedBy?: string;
@@ -36,7 +37,7 @@ export interface CheckRecord {
   /** For an exploration failure: the minimal call sequence, step by step, and how to replay it. */
   counterexample?: Counterexample;
   /** For xfail and xpass: the baseline entry that listed the check, and what the check did. */
-  baseline?: { id: string; reason: string; transport?: 'stdio' | 'http'; was: Status };
+  baseline?: { id: string; reason: string; transport?: 'stdio' | 'http'; was: GradedStatus };
   transcript: { entries: number; file?: string };
   durationMs: number;
 }

@@ -1,4 +1,4 @@
-import type { Status } from '../../suites/model.js';
+import type { GradedStatus } from '../grade.js';
 import type { ReportedResult } from '../baseline.js';
 import { formatEntries } from '../baseline.js';
 import { neutralize, neutralizeMultiline } from '../sanitize.js';
@@ -13,7 +13,7 @@ import { asText, displayName, hasBothTransports, isProblem, NO_EXEC, reportedExe
  * further sections are only counted.
  */
 
-const ICON: Record<Status, string> = { pass: '✅', fail: '❌', warn: '⚠️', skip: '⏭️', error: '💥', xfail: '🟡', xpass: '🔴' };
+const ICON: Record<GradedStatus, string> = { pass: '✅', fail: '❌', warn: '⚠️', skip: '⏭️', error: '💥', xfail: '🟡', xpass: '🔴' };
 const MAX_VALUE = 4_000;
 const MAX_DIFF_LINES = 60;
 /** Stop adding detail sections past this size; the table and tally are always complete. */
