@@ -4,6 +4,7 @@ import { expect, test } from 'vitest';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { runCli } from './fixtures/run-cli.js';
 import { root } from './helpers.js';
+import { bundled } from './fixtures/bundles.js';
 
 /**
  * examples/minimal-server.mjs is the file server authors copy, so it must stay short and pass
@@ -12,6 +13,8 @@ import { root } from './helpers.js';
  * devDependency), the enforcement checks run too.
  */
 const example = join(root, 'examples/minimal-server.mjs');
+/** The same file bundled, to start faster (test/fixtures/bundles.ts): the run below starts dozens of servers. */
+const exampleServer = bundled('examples/minimal-server.mjs');
 const realCodex = locateRealCodex();
 const codexPath = 'path' in realCodex ? realCodex.path : undefined;
 
@@ -24,7 +27,7 @@ test('the minimal example stays short', () => {
 
 test('the minimal example passes every check that needs no session, HTTP or resources', async () => {
   // As a default run: exploration on.
-  const { code, stdout, stderr } = await runCli(['--reporter', 'json', ...(codexPath ? ['--codex', codexPath] : []), example], { explore: true });
+  const { code, stdout, stderr } = await runCli(['--reporter', 'json', ...(codexPath ? ['--codex', codexPath] : []), exampleServer], { explore: true });
   expect(code, stderr).toBe(0);
   const report = JSON.parse(stdout) as { checks: { id: string; status: string; skipReason?: string; message?: string }[] };
   const unexpected = report.checks.filter(
