@@ -23,7 +23,9 @@ const brokenHost = join(root, 'fixtures/hosts/broken-host.mjs');
 const realCodex = locateRealCodex();
 
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(args, { env });
-const hostRunDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('msc-host-'));
+/** A TMPDIR of a run's own: the host run dirs it leaves behind are its alone, whatever runs beside it. */
+const privateTmp = () => mkdtempSync(join(tmpdir(), 'msc-hostmode-test-'));
+const hostRunDirs = (tmp: string) => readdirSync(tmp).filter((name) => name.startsWith('msc-host-'));
 const key = (r: CheckResult) => `${r.id} (${r.transport})`;
 
 /** At most two host runs at once: each one starts a handful of processes on a 2-core machine. */
@@ -184,14 +186,18 @@ describe('the broken-host fixture', () => {
   });
 
   test('CLI: every check fails against the fixture with all its defects (exit 1), the tally last', async () => {
-    const { code, stdout } = await slot(() => cli(['host', '--codex', brokenHost]));
+    // Three policy changes, as in the matrix: each defect shows on every change, and the run with the
+    // default number of changes is the defect-free one above.
+    const tmp = privateTmp();
+    const { code, stdout } = await slot(() => cli(['host', '--codex', brokenHost, '--policy-changes', '3'], { TMPDIR: tmp }));
     expect(code, stdout).toBe(1);
     for (const check of hostChecks) {
       for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`(FAIL|WARN)\\s+${check.id}\\s+${transport}\\s`));
     }
     expect(stdout).not.toMatch(/^PASS/m);
     expect(lastLine(stdout)).toMatch(/^0 passed, \d+ failed, 0 skipped$/);
-    expect(hostRunDirs()).toEqual([]);
+    expect(hostRunDirs(tmp)).toEqual([]);
+    rmSync(tmp, { recursive: true, force: true });
   }, 180_000);
 });
 
@@ -236,7 +242,10 @@ describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` 
     '0.171.0: host mode finds its stale state after a policy change (exit 1) and passes every other MUST check',
     async () => {
       const json = join(mkdtempSync(join(tmpdir(), 'msc-real-codex-report-')), 'h.json');
-      const { code, stdout, ms } = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`]));
+      const tmp = privateTmp();
+      const { code, stdout, ms } = await slot(() =>
+        cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`], { TMPDIR: tmp }),
+      );
       console.log(`host mode against real Codex, ${REAL_CODEX_CHANGES} policy changes: ${ms} ms`);
       expect(code, stdout).toBe(1);
       for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
@@ -247,7 +256,8 @@ describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` 
       expect(stdout).toMatch(
         /~ turn\/\d+ \w+: the turn's policy is ([a-z-]+), the state sent describes (?!\1)[a-z-]+, x-codex-turn-metadata\.sandbox_mode is "\1"/,
       );
-      expect(hostRunDirs()).toEqual([]);
+      expect(hostRunDirs(tmp)).toEqual([]);
+      rmSync(tmp, { recursive: true, force: true });
       // The same run as a JSON report, valid against the shipped schema.
       const doc = JSON.parse(readFileSync(json, 'utf8'));
       const validate = reportValidator();
