@@ -180,9 +180,28 @@ describe('action.yml, statically', () => {
 describe('action.yml, run as GitHub would', () => {
   let mutantReport: { checks: { id: string; status: string; transport: string; skipReason?: string; blockedBy?: string }[] };
 
+  /**
+   * The one full Action run of the reference (a default run: exploration on), shared by two tests
+   * that assert different things about it: the green run's outputs, and what a multi-line server
+   * input and multi-line reporters do. Its server input is split over two lines and it asks for two
+   * extra reports (absolute paths, so they land in their own directory, not the working directory):
+   * had only the first line run, the target would be a bare `node`, never a green run whose report
+   * names both words.
+   */
+  const multiLine = workspace('multi-line');
+  let referenceRun: Promise<ActionRun> | undefined;
+  const reference = () =>
+    (referenceRun ??= runAction(
+      {
+        server: `node\n${relative(root, referenceServer)}`,
+        reporters: `html=${join(multiLine, 'one.html')}\nhtml=${join(multiLine, 'two.html')}`,
+        'working-directory': root,
+      },
+      { cwd: workspace('reference') },
+    ));
+
   test('the reference server: green, outputs set, summary written, no annotation', async () => {
-    const cwd = workspace('reference');
-    const run = await runAction({ server: `node ${relative(root, referenceServer)}`, 'working-directory': root }, { cwd });
+    const run = await reference();
     expect(run.code, run.stderr).toBe(0);
     expect(run.skippedSteps).toEqual(['Install mcp-sandbox-conformance']);
     expect(Number(run.outputs.passed)).toBeGreaterThan(10);
@@ -328,12 +347,12 @@ describe('action.yml, run as GitHub would', () => {
   });
 
   test('a multi-line server input runs the whole command, not its first line', async () => {
-    const cwd = workspace('multi-line');
-    const run = await runAction({ server: `node\n${referenceServer}`, reporters: 'html=one.html\nhtml=two.html', config: noExplore() }, { cwd });
+    // The reference run above: its server input is `node` and the server's path on two lines.
+    const run = await reference();
     expect(run.code, run.stderr).toBe(0);
-    expect(readdirSync(cwd).sort()).toEqual(['one.html', 'two.html']);
+    expect(readdirSync(multiLine).sort()).toEqual(['one.html', 'two.html']);
     const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
-    expect(report.target.command).toEqual(['node', referenceServer]);
+    expect(report.target.command).toEqual(['node', relative(root, referenceServer)]);
   });
 
   test('version: runs that npm version through npx; a version that is not one is refused', async () => {

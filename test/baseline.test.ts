@@ -266,17 +266,13 @@ describe('a baseline for the control failure: the checks it blocked do not make 
   // The mutant refuses a call that carries both state keys, and the control call (everything Codex
   // sends) carries both: launcher/runs-given-executable fails and most exec checks could not run,
   // blocked by it (the session checks too: opening the session is refused for the same reason).
-  const args = (...extra: string[]) => [
-    '--config',
-    referenceConfig,
-    '--skip',
-    'catalog/*',
-    ...extra,
-    '--',
-    process.execPath,
-    mutantsServer,
-    'rejects-both-keys',
-  ];
+  // The run keeps each way a check comes to be blocked: by the control directly, from its own
+  // scenario (forwarding/*, aliases/both-keys) and from scenarios of their own (launcher/*), in turn
+  // (forwarding/state-fidelity, blocked by forwarding/state-unchanged), and the session checks. The
+  // other exec checks are blocked the same direct way, and the checks that call no tool (catalog,
+  // capability, resources) are never blocked: they would only add server starts.
+  const blockable = ['launcher/*', 'forwarding/*', 'aliases/both-keys', 'authority/session-*'].flatMap((glob) => ['--only', glob]);
+  const args = (...extra: string[]) => ['--config', referenceConfig, ...blockable, ...extra, '--', process.execPath, mutantsServer, 'rejects-both-keys'];
   const dir = join(scratch, 'blocked');
   const baseline = join(dir, 'b.yml');
   const env = () => ({ TMPDIR: mkdtempSync(join(scratch, 'tmp-')) });

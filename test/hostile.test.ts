@@ -33,6 +33,16 @@ function filesUnder(dir: string): string[] {
   });
 }
 
+/**
+ * The checks through which the server's text reaches the artifacts: the header (serverInfo, the
+ * tool list's exec tool), the capability checks, the control call whose refusal is the failure
+ * (the tool result in its diff, its transcript under --trace), the resource checks (the listing in
+ * their reason), the catalog checks (the tool list at each startup, one overlapping startup being
+ * enough: each lists the same). The other exec checks only repeat the same refused call, and are
+ * blocked by the control, with reasons of our own.
+ */
+const CHECKS = ['capability/*', 'launcher/runs-given-executable', 'forwarding/*', 'resources/*', 'catalog/*'].flatMap((glob) => ['--only', glob]);
+
 async function runHostile(name: string, variant: string, env: NodeJS.ProcessEnv): Promise<Artifacts> {
   const dir = join(scratch, name);
   const tmp = join(dir, 'tmp');
@@ -56,6 +66,9 @@ async function runHostile(name: string, variant: string, env: NodeJS.ProcessEnv)
       '--transcripts',
       'transcripts',
       '--trace',
+      ...CHECKS,
+      '--catalog-startups',
+      '1',
       '--',
       process.execPath,
       hostile,
