@@ -281,10 +281,11 @@ async function main(argv: string[]): Promise<number> {
   const explore = exploreOptions(args, config);
   // Every file and directory the run will write, checked before any server starts.
   checkOutputPaths(many(args.reporter), args.transcripts);
-  const maxMessageBytes = args['max-message-mb'] !== undefined ? Math.floor(args['max-message-mb'] * 1024 * 1024) : DEFAULT_MAX_MESSAGE_BYTES;
+  // Without the flag the harness's default holds (harness/target.ts): one place for it.
+  const maxMessageBytes = args['max-message-mb'] !== undefined ? { maxMessageBytes: Math.floor(args['max-message-mb'] * 1024 * 1024) } : {};
   const plan: RunPlan = {
     targets: {
-      stdio: command.length ? { ...stdioTarget(command, env, cwd), maxMessageBytes } : undefined,
+      stdio: command.length ? { ...stdioTarget(command, env, cwd), ...maxMessageBytes } : undefined,
       http: args.url
         ? { kind: 'http-url', url: args.url }
         : args['http-command']
