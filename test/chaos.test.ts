@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createProgress, inCI, progressLine } from '../cli/progress.js';
 import { containment } from '../harness/process-group.js';
-import { chaosServer, cliPath, referenceServer } from './helpers.js';
+import { bundledCli, chaosServer, cliPath, referenceServer } from './helpers.js';
 import { exploring } from './fixtures/run-cli.js';
 
 /**
@@ -103,7 +103,7 @@ interface CliOptions {
   json?: boolean;
 }
 
-/** Runs the built CLI with a private TMPDIR, a fresh tag, the JSON report on stdout and the human one on stderr. */
+/** Runs the built CLI (bundled, see test/fixtures/run-cli.ts) with a private TMPDIR, a fresh tag, the JSON report on stdout and the human one on stderr. */
 async function cli(args: string[], options: CliOptions = {}): Promise<Run> {
   const n = ++counter;
   const tag = `chaos${process.pid}x${n}`;
@@ -115,7 +115,7 @@ async function cli(args: string[], options: CliOptions = {}): Promise<Run> {
   expect(tagged(tag)).toEqual([]);
   expect(readdirSync(tmp)).toEqual([]);
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', rssProbe, cliPath, ...exploring([...(json ? ['--reporter', 'json'] : []), ...envFlags, ...args])], {
+  const child = spawn(process.execPath, ['--import', rssProbe, bundledCli, ...exploring([...(json ? ['--reporter', 'json'] : []), ...envFlags, ...args])], {
     env: { ...process.env, NO_COLOR: '1', TMPDIR: tmp, ...options.env },
   });
   let stdout = '';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
-import { chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer, runAgainst } from './helpers.js';
+import { bundledCli, chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer, runAgainst } from './helpers.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
 
 const cli = runCli;
@@ -12,6 +12,27 @@ const cli = runCli;
 const privateTmp = () => mkdtempSync(join(scratch, 'tmp-'));
 const scratch = mkdtempSync(join(tmpdir(), 'msc-cli-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+test('the bundled CLI that most tests run answers as the shipped dist/cli/main.js does', async () => {
+  const run = (cli: string, args: string[]) =>
+    new Promise<string>((resolve) => {
+      const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: '1' } });
+      let out = '';
+      child.stdout.on('data', (c) => (out += c));
+      child.stderr.on('data', (c) => (out += c));
+      child.on('close', (code) => resolve(`${out.replace(/\d+(\.\d+)? ?m?s\b/g, '<time>')}exit ${code}`));
+    });
+  const runs = [
+    ['--version'],
+    ['--help'],
+    ['list'],
+    ['explain', 'LAUNCH-1'],
+    ['host', '--help'],
+    ['--no-explore', '--only', 'capability/*', referenceServer],
+    ['--bogus'],
+  ];
+  for (const args of runs) expect(await run(bundledCli, args), args.join(' ')).toBe(await run(cliPath, args));
+});
 
 describe('a run', () => {
   test('the reference server over stdio and HTTP, as a default run (exploration on): exit 0, a line per check, the tally alone on the last line', async () => {
