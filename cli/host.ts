@@ -1,11 +1,12 @@
-import yargs from 'yargs';
 import type { Transport } from '../harness/codex-wire.js';
 import { hostProgram, HostNotFound } from '../harness/host-mode/host-program.js';
 import { POLICY_CHANGES } from '../harness/host-mode/drive.js';
 import { hostCheckDefs, hostTransportsOf, runHostMode as runHostChecks } from '../suites/host.js';
-import { globMatcher, parseEnvPairs, UsageError } from './config.js';
+import { parseEnvPairs, UsageError } from './config.js';
 import { EXIT } from './exit-codes.js';
+import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
+import { cliParser, listOf, selectionOf, selectionOptions } from './parser.js';
 import { checkOutputPaths, emitResults, resultOptions } from './results.js';
 
 /**
@@ -42,9 +43,7 @@ const USAGE = [
 const VALUE_OPTIONS = ['codex', 'env', 'timeout', 'policy-changes', 'think-ms', 'jobs', 'only', 'skip', 'explain', 'reporter', 'transcripts', 'baseline'];
 
 export async function runHostMode(argv: string[], version: string): Promise<number> {
-  const parser = yargs(argv)
-    .scriptName('mcp-sandbox-conformance')
-    .usage(USAGE)
+  const parser = cliParser(argv, USAGE, 120)
     .option('codex', {
       type: 'string',
       describe: "The host to check: a Codex executable (default: the @openai/codex devDependency's native binary)",
@@ -70,9 +69,13 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
       describe: 'Milliseconds the scripted model waits before each tool call (a real model takes seconds)',
       group: 'Run:',
     })
-    .option('jobs', { alias: 'j', type: 'number', default: 2, describe: 'Host runs at once (two per transport)', group: 'Run:' })
-    .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "host/resource-*"', group: 'Run:' })
-    .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
+    .option('jobs', {
+      alias: 'j',
+      type: 'number',
+      default: 2,
+      describe: 'Transports checked at once (each runs its exec and app-server hosts side by side)',
+      group: 'Run:',
+    })
     .option('list', { type: 'boolean', describe: 'List the host checks and exit (mcp-sandbox-conformance list shows them too)', group: 'Results:' })
     .option('explain', { type: 'string', describe: 'Explain one host check and exit (same as mcp-sandbox-conformance explain <id>)', group: 'Results:' })
     .epilog(
@@ -81,19 +84,10 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
         'Exit codes: 0 conformant, 1 violations, 2 usage error, 3 incomplete (a check could not run), 4 the host could not be started, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM (hosts killed, temp files removed).',
       ].join('\n'),
     )
-    .strict()
-    .help()
-    .alias('h', 'help')
-    .version(false)
-    .wrap(Math.min(120, process.stdout.columns || 120))
-    .exitProcess(false)
-    .fail((message, error) => {
-      throw new UsageError(message ?? error?.message ?? 'invalid arguments');
-    });
-  const args = await resultOptions(parser).requiresArg(VALUE_OPTIONS).parseAsync();
+    .version(false);
+  const args = await resultOptions(selectionOptions(parser, 'host/resource-*')).requiresArg(VALUE_OPTIONS).parseAsync();
   if (args.help) return EXIT.ok;
   if ((args._ as unknown[]).length) throw new UsageError(`host takes no positional arguments (got ${(args._ as unknown[]).join(' ')}); see host --help`);
-  const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
   if (args.list) {
     process.stdout.write(renderList(hostCheckDefs, hostTransportsOf));
@@ -113,12 +107,9 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
   }
   if (!(args['think-ms'] >= 0)) throw new UsageError('--think-ms must be 0 or more');
   if (!(Number.isInteger(args['policy-changes']) && args['policy-changes'] >= 1)) throw new UsageError('--policy-changes must be a whole number, 1 or more');
-  const only = many(args.only).length ? globMatcher(many(args.only)) : () => true;
-  const skip = many(args.skip).length ? globMatcher(many(args.skip)) : () => false;
-  const select = (id: string) => only(id) && !skip(id);
-  if (!hostCheckDefs.some((c) => select(c.id))) throw new UsageError('--only/--skip leave no host check to run; see host --list');
+  const select = selectionOf(args, hostCheckDefs, 'host --list');
   // A host run takes a minute: a report that cannot be written is said before it starts.
-  checkOutputPaths(many(args.reporter), args.transcripts);
+  checkOutputPaths(listOf(args.reporter), args.transcripts);
 
   let host;
   try {
@@ -130,15 +121,22 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
     return EXIT.targetFailed;
   }
   const transports: Transport[] = args.transport === 'both' ? ['stdio', 'http'] : [args.transport];
-  const report = await runHostChecks({
-    host,
-    transports,
-    timeoutMs: args.timeout * 1000,
-    jobs: Math.floor(args.jobs),
-    thinkMs: args['think-ms'],
-    policyChanges: args['policy-changes'],
-    env: parseEnvPairs(many(args.env)),
-    select,
-  });
+  const progress = createProgress();
+  let report;
+  try {
+    report = await runHostChecks({
+      host,
+      transports,
+      timeoutMs: args.timeout * 1000,
+      jobs: Math.floor(args.jobs),
+      thinkMs: args['think-ms'],
+      policyChanges: args['policy-changes'],
+      env: parseEnvPairs(listOf(args.env)),
+      select,
+      onProgress: progress.onProgress,
+    });
+  } finally {
+    progress.stop();
+  }
   return emitResults(report, args, { target: host.display, version, checks: hostCheckDefs, mode: 'host' });
 }

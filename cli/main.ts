@@ -2,7 +2,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
 import { cleanUpEverythingNow } from '../harness/process-group.js';
@@ -13,7 +12,6 @@ import type { ExploreOptions } from '../suites/model.js';
 import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/runner.js';
 import {
   assertDirectory,
-  globMatcher,
   loadConfig,
   exploreSeed,
   exploreSequences,
@@ -29,6 +27,7 @@ import {
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
+import { cliParser, listOf, selectionOf, selectionOptions } from './parser.js';
 import { checkOutputPaths, emitResults, resultOptions } from './results.js';
 import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound, unlistedExecTool } from './target.js';
 
@@ -94,21 +93,21 @@ function onSignal(signal: NodeJS.Signals, code: number): void {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const parser = yargs(argv)
-    .scriptName('mcp-sandbox-conformance')
-    .usage(
-      [
-        'Checks an MCP server against the sandbox contract OpenAI Codex gives servers that run commands.',
-        'A fake Codex host starts the server once per scenario and reports each check with expected vs actual.',
-        '',
-        'Usage:',
-        '  $0 [options] <server> [args...]   a stdio server (an executable, or a .js/.mjs/.cjs file)',
-        '  $0 [options] -- <command...>      any command that starts a stdio server',
-        '  $0 list                           every check, its rule and what it needs',
-        '  $0 explain <check-id | rule-id>   one check, or every check of a rule',
-        '  $0 host [options]                 check a Codex build instead (host --help)',
-      ].join('\n'),
-    )
+  const parser = cliParser(
+    argv,
+    [
+      'Checks an MCP server against the sandbox contract OpenAI Codex gives servers that run commands.',
+      'A fake Codex host starts the server once per scenario and reports each check with expected vs actual.',
+      '',
+      'Usage:',
+      '  $0 [options] <server> [args...]   a stdio server (an executable, or a .js/.mjs/.cjs file)',
+      '  $0 [options] -- <command...>      any command that starts a stdio server',
+      '  $0 list                           every check, its rule and what it needs',
+      '  $0 explain <check-id | rule-id>   one check, or every check of a rule',
+      '  $0 host [options]                 check a Codex build instead (host --help)',
+    ].join('\n'),
+    110,
+  )
     .option('exec-tool', {
       type: 'string',
       describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)',
@@ -173,8 +172,6 @@ async function main(argv: string[]): Promise<number> {
       group: 'Exploration:',
     })
     .option('replay', { type: 'string', describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it', group: 'Exploration:' })
-    .option('only', { type: 'string', describe: 'Run only checks whose id matches a glob (repeatable), e.g. "launcher/*"', group: 'Run:' })
-    .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' })
     .epilog(
       [
         'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM (servers killed, temp files removed).',
@@ -183,17 +180,7 @@ async function main(argv: string[]): Promise<number> {
       ].join('\n'),
     )
     .parserConfiguration({ 'halt-at-non-option': true, 'populate--': true })
-    .strict()
-    .version(version)
-    .help()
-    .alias('h', 'help')
-    .wrap(Math.min(110, process.stdout.columns || 110))
-    .exitProcess(false)
-    .fail((message, error) => {
-      const text = message ?? error?.message ?? 'invalid arguments';
-      const missing = text.match(/^Not enough arguments following: (\S+)$/);
-      throw new UsageError(missing ? `${missing[1]!.length === 1 ? '-' : '--'}${missing[1]} needs a value` : text);
-    });
+    .version(version);
 
   // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
   // server's own flags reach the server), which also stops it from seeing commands.
@@ -228,12 +215,11 @@ async function main(argv: string[]): Promise<number> {
 
   // A string or number option must get its value: `--exec-tool` at the end, or followed by another
   // option, is an error rather than silently nothing.
-  const withResults = resultOptions(parser).requiresArg(VALUE_OPTIONS);
+  const withResults = resultOptions(selectionOptions(parser, 'launcher/*')).requiresArg(VALUE_OPTIONS);
   const args = await withResults.parseAsync();
   if (args.help || args.version) return EXIT.ok;
   const positional = (args._ as (string | number)[]).map(String);
   const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
-  const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
   const command = [...positional, ...dashDash];
   if (command.length === 0 && !args.url && !args['http-command']) {
@@ -247,7 +233,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (args['http-command'] && !args['http-command'].includes('{port}')) throw new UsageError('--http-command must contain {port}');
   const { config } = loadConfig(args.config);
-  const env = { ...config.env, ...parseEnvPairs(many(args.env)) };
+  const env = { ...config.env, ...parseEnvPairs(listOf(args.env)) };
   const execArgs = parseExecArgs(args['exec-args']);
   for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
@@ -270,17 +256,14 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(`--max-message-mb is too large: ${String(args['max-message-mb'])}`);
   }
 
-  const only = many(args.only).length ? globMatcher(many(args.only)) : () => true;
-  const skip = many(args.skip).length ? globMatcher(many(args.skip)) : () => false;
-  const selected = allChecks.filter((c) => only(c.id) && !skip(c.id));
-  if (selected.length === 0) throw new UsageError('--only/--skip leave no check to run; see mcp-sandbox-conformance list');
+  const select = selectionOf(args, allChecks, 'mcp-sandbox-conformance list');
 
   const cwd = args.cwd ?? config.cwd;
   if (cwd !== undefined) assertDirectory(cwd, args.cwd !== undefined ? '--cwd' : 'the config\'s "cwd"');
   const realCodex = args.codex ? realCodexPath(args.codex) : undefined;
   const explore = exploreOptions(args, config);
   // Every file and directory the run will write, checked before any server starts.
-  checkOutputPaths(many(args.reporter), args.transcripts);
+  checkOutputPaths(listOf(args.reporter), args.transcripts);
   // Without the flag the harness's default holds (harness/target.ts): one place for it.
   const maxMessageBytes = args['max-message-mb'] !== undefined ? { maxMessageBytes: Math.floor(args['max-message-mb'] * 1024 * 1024) } : {};
   const plan: RunPlan = {
@@ -306,7 +289,7 @@ async function main(argv: string[]): Promise<number> {
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,
     runTimeoutMs: args['run-timeout'] !== undefined ? Math.round(args['run-timeout'] * 1000) : undefined,
-    select: (id) => selected.some((c) => c.id === id),
+    select,
   };
 
   // The derived default may exceed what a timer can hold even when each part is valid.

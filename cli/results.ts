@@ -19,6 +19,7 @@ import {
   type ReportedResult,
 } from './baseline.js';
 import { assertOutputDirectory, assertWritableFile, loadConfig, UsageError } from './config.js';
+import { listOf } from './parser.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type * as HumanReporter from './reporters/human.js';
 import { parseReporters, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
@@ -105,10 +106,8 @@ export interface ResultContext {
   mode?: 'host';
 }
 
-const many = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
-
 function single(args: ResultArgs, flag: 'baseline' | 'transcripts'): string | undefined {
-  const values = many(args[flag]);
+  const values = listOf(args[flag]);
   if (values.length > 1) throw new UsageError(`--${flag} given more than once`);
   if (values[0] === '') throw new UsageError(`--${flag} needs a path`);
   return values[0];
@@ -116,7 +115,7 @@ function single(args: ResultArgs, flag: 'baseline' | 'transcripts'): string | un
 
 /** Everything about the results flags that can be wrong before the run starts. */
 export function checkResultArgs(args: ResultArgs): void {
-  parseReporters(many(args.reporter));
+  parseReporters(listOf(args.reporter));
   single(args, 'transcripts');
   const baseline = single(args, 'baseline');
   if (args['update-baseline'] && !baseline) throw new UsageError('--update-baseline needs --baseline FILE (the file to write)');
@@ -165,7 +164,7 @@ export function userSecrets(args: ResultArgs): string[] {
   } catch {
     // The run already loaded it; a config that cannot be read now has no secrets for us.
   }
-  for (const pair of many(args.env)) {
+  for (const pair of listOf(args.env)) {
     const eq = pair.indexOf('=');
     if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
@@ -198,7 +197,7 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
   const secrets = userSecrets(args);
   const report = sanitizeRun(withHints({ ...rawReport, results: grade(rawReport.results, strictOf(args)) }), secrets);
-  const specs = parseReporters(many(args.reporter));
+  const specs = parseReporters(listOf(args.reporter));
   const baselineFile = single(args, 'baseline');
   const transcriptsDir = single(args, 'transcripts');
 

@@ -12,16 +12,15 @@ import {
   type AppObservation,
   type AppStep,
   type ExecObservation,
+  type HostTarget,
 } from '../harness/host-mode/drive.js';
-import type { HostProgram } from '../harness/host-mode/host-program.js';
 import { PROBE_ARGS } from '../harness/host-mode/probe.js';
 import { withMethod, type RecordedMessage } from '../harness/host-mode/recording.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
 import { isObject } from '../harness/json.js';
 import { keyOrderDifferences, structuralDiff } from './judge.js';
-import { couldNotRun, fail, notApplicable, pass, resultOf, type CheckDef, type CheckResult, type Verdict } from './model.js';
-import { runPool } from './pool.js';
-import type { RunReport } from './runner.js';
+import { couldNotRun, fail, notApplicable, pass, type CheckDef, type HostDriveContext, type HostDriven, type HostScenario, type Verdict } from './model.js';
+import { runSuite, type RunPlan, type RunReport } from './runner.js';
 
 /**
  * Host mode: the mirror image of the suite. A recording MCP server watches a host (real Codex, or
@@ -41,12 +40,12 @@ export interface HostObservations {
 
 type JudgeContext = HostObservations;
 
-/** The host runs a check judges (a local name: the model's Scenario drives a server, this a host). */
-type HostScenario = 'exec' | 'app-server' | 'exec + app-server';
+/** The host runs a check judges. */
+type HostRun = 'exec' | 'app-server' | 'exec + app-server';
 
 interface HostCheck extends CheckDef {
   transports: Transport[];
-  scenario: HostScenario;
+  scenario: HostRun;
   judge(ctx: JudgeContext): Verdict | Promise<Verdict>;
 }
 
@@ -839,22 +838,8 @@ export const hostCheckDefs: CheckDef[] = hostChecks.map(({ transports: _t, scena
 export const hostTransportsOf = (checkId: string): Transport[] => hostChecks.find((c) => c.id === checkId)?.transports ?? [];
 
 // ------------------------------------------------------------------------------------------
-// Running host mode
+// Running host mode: host scenarios on the runner
 // ------------------------------------------------------------------------------------------
-
-export interface HostPlan {
-  host: HostProgram;
-  transports: Transport[];
-  /** Budget of one host process run. */
-  timeoutMs: number;
-  /** Host runs at once (each is a separate host process). */
-  jobs: number;
-  thinkMs?: number;
-  env?: Record<string, string>;
-  /** App-server turns that change the sandbox policy (default POLICY_CHANGES). */
-  policyChanges?: number;
-  select?: (checkId: string) => boolean;
-}
 
 const emptyExec = (transport: Transport): ExecObservation => ({
   transport,
@@ -883,70 +868,101 @@ const emptyApp = (transport: Transport): AppObservation => ({
 });
 
 /**
- * What one host run showed the recording servers, as a transcript every reporter and --transcripts
- * can use: each request the host sent, then what went wrong while driving it and its stderr's tail.
+ * What one host run showed the recording servers, as transcript entries: a note naming the run,
+ * each request the host sent, then what went wrong while driving it and its stderr's tail.
  */
 function transcriptOf(o: ExecObservation | AppObservation, kind: 'exec' | 'app-server', started: number): TranscriptEntry[] {
   const records = [...o.records, ...o.plainRecords].sort((a, b) => a.t - b.t);
+  if (records.length === 0 && o.problems.length === 0 && !o.stderr.trim()) return [];
+  const first = records[0]?.t ?? started;
   // Notes come after the requests: at the last one's time.
   const end = records.at(-1)?.t ?? started;
   const stderr = o.stderr.trim().split('\n').slice(-5).join('\n');
   return [
+    { t: first - started, dir: 'note', text: `${kind}: what the recording servers got from this run` },
     ...records.map((r): TranscriptEntry => ({ t: r.t - started, dir: 'host->server', message: r.message })),
     ...o.problems.map((text): TranscriptEntry => ({ t: end - started, dir: 'note', text: `${kind}: ${text}` })),
     ...(stderr ? [{ t: end - started, dir: 'note' as const, text: `${kind}: the host's stderr ends with:\n${stderr}` }] : []),
   ];
 }
 
-/** Runs the host per transport, then judges every selected check: a RunReport like server mode's, for cli/results.ts. */
-export async function runHostMode(plan: HostPlan): Promise<RunReport> {
+/**
+ * The host scenario of one transport: the exec run and the app-server session side by side (each
+ * only when a selected check judges it, so --only 'host/resource-*' runs no exec), then every
+ * selected check judged on what the recording servers saw.
+ */
+async function driveAndJudge(checks: HostCheck[], ctx: HostDriveContext): Promise<HostDriven> {
   const started = Date.now();
-  const policyChanges = plan.policyChanges ?? POLICY_CHANGES;
-  const options = (transport: Transport) => ({ host: plan.host, transport, timeoutMs: plan.timeoutMs, thinkMs: plan.thinkMs, env: plan.env, policyChanges });
-  const selected = (transport: Transport) => hostChecks.filter((c) => c.transports.includes(transport) && (plan.select?.(c.id) ?? true));
-  // A scenario runs only when a selected check judges it (so --only 'host/resource-*' runs no exec).
-  const needs = (transport: Transport, scenario: 'exec' | 'app-server') => selected(transport).some((c) => c.scenario.includes(scenario));
-  const tasks: (() => Promise<void>)[] = [];
-  const observations: HostObservations[] = plan.transports.map((transport) => {
-    const o: HostObservations = { transport, exec: emptyExec(transport), app: emptyApp(transport), policyChanges };
-    if (needs(transport, 'exec')) tasks.push(async () => void (o.exec = await observeExec(options(transport))));
-    if (needs(transport, 'app-server')) tasks.push(async () => void (o.app = await observeAppServer(options(transport))));
-    return o;
-  });
-  await runPool(plan.jobs, tasks);
-
-  const results: CheckResult[] = [];
-  for (const ctx of observations) {
-    // One transcript per host scenario and transport: results share it, as server mode's do.
-    const exec = transcriptOf(ctx.exec, 'exec', started);
-    const app = transcriptOf(ctx.app, 'app-server', started);
-    const both = [...exec, ...app].sort((a, b) => a.t - b.t);
-    for (const check of selected(ctx.transport)) {
-      const checkStarted = Date.now();
-      let verdict: Verdict;
-      try {
-        verdict = await check.judge(ctx);
-      } catch (error) {
-        verdict = { status: 'error', message: (error as Error).stack ?? String(error) };
-      }
-      const uses = check.scenario === 'exec' ? [ctx.exec] : check.scenario === 'app-server' ? [ctx.app] : [ctx.exec, ctx.app];
-      const durationMs = uses.reduce((sum, o) => sum + o.durationMs, 0) + (Date.now() - checkStarted);
-      const transcript = check.scenario === 'exec' ? exec : check.scenario === 'app-server' ? app : both;
-      const { id, rule, level, title } = check;
-      results.push(resultOf(verdict, { id, rule, level, title, transport: ctx.transport, scenario: `host ${check.scenario}`, durationMs, transcript }));
+  const { host, transport, signal } = ctx;
+  const policyChanges = host.policyChanges ?? POLICY_CHANGES;
+  const options = { ...host, transport, signal, policyChanges };
+  const selected = checks.filter((c) => ctx.selected(c.id));
+  const needs = (scenario: 'exec' | 'app-server') => selected.some((c) => c.scenario.includes(scenario));
+  const observed: HostObservations = { transport, exec: emptyExec(transport), app: emptyApp(transport), policyChanges };
+  await Promise.all([
+    needs('exec') ? observeExec(options).then((o) => void (observed.exec = o)) : undefined,
+    needs('app-server') ? observeAppServer(options).then((o) => void (observed.app = o)) : undefined,
+  ]);
+  const transcript = [...transcriptOf(observed.exec, 'exec', started), ...transcriptOf(observed.app, 'app-server', started)];
+  // The host failed to start when a run of it failed and not one request reached a recording server.
+  const hostFailed = observed.exec.hostFailed ?? observed.app.hostFailed;
+  if (hostFailed && observed.exec.records.length === 0 && observed.app.records.length === 0) {
+    const problems = [...new Set([...observed.exec.problems, ...observed.app.problems])];
+    return {
+      verdicts: new Map(),
+      transcript,
+      startFailure: { message: `${host.host.display} never reached the recording server`, stderrTail: problems.join('\n') },
+    };
+  }
+  const verdicts = new Map<string, Verdict>();
+  for (const check of selected) {
+    try {
+      verdicts.set(check.id, await check.judge(observed));
+    } catch (error) {
+      verdicts.set(check.id, { status: 'error', message: (error as Error).stack ?? String(error) });
     }
   }
-  // The host failed to start when a run of it failed and not one request reached a recording server.
-  const nothingRan = observations.every((o) => o.exec.records.length === 0 && o.app.records.length === 0);
-  const hostFailed = observations.some((o) => o.exec.hostFailed ?? o.app.hostFailed);
-  const startProblems = observations.flatMap((o) => [...o.exec.problems, ...o.app.problems]);
+  return { verdicts, transcript };
+}
+
+/** Host mode's scenarios, one per transport (a check is on the transports it is for). */
+export const hostScenarios: HostScenario[] = BOTH.map((transport) => {
+  const checks = hostChecks.filter((c) => c.transports.includes(transport));
   return {
-    results,
-    transports: plan.transports,
-    durationMs: Date.now() - started,
-    startFailure:
-      nothingRan && hostFailed
-        ? { message: `${plan.host.display} never reached the recording server`, stderrTail: [...new Set(startProblems)].join('\n') }
-        : undefined,
+    id: 'host',
+    title: `the host, with its MCP servers over ${transport}`,
+    checks,
+    needs: [],
+    transports: [transport],
+    drive: (ctx) => driveAndJudge(checks, ctx),
   };
+});
+
+export interface HostPlan extends HostTarget {
+  /** Transports checked at once (each runs its exec and app-server hosts side by side). */
+  jobs: number;
+  select?: (checkId: string) => boolean;
+  onProgress?: RunPlan['onProgress'];
+}
+
+/** Slack beyond one host run's budget for a scenario (its runs go side by side): starting, probing, stopping. */
+const HOST_SCENARIO_SLACK_MS = 30_000;
+
+/** Runs the host scenarios on the runner, as server mode runs its own: a RunReport for cli/results.ts. */
+export function runHostMode(plan: HostPlan): Promise<RunReport> {
+  const { jobs, select = () => true, onProgress, ...host } = plan;
+  return runSuite(
+    {
+      targets: {},
+      host,
+      // Server-mode budgets, unused by host scenarios (a host run's own budget is timeoutMs).
+      options: { assumeOptIn: false, startupTimeoutMs: host.timeoutMs, callTimeoutMs: host.timeoutMs },
+      jobs,
+      select,
+      scenarioTimeoutMs: host.timeoutMs + HOST_SCENARIO_SLACK_MS,
+      onProgress,
+    },
+    // Only the plan's transports: a transport left out is not checked (rather than "not applicable").
+    hostScenarios.filter((scenario) => scenario.transports.every((t) => host.transports.includes(t))),
+  );
 }

@@ -1,6 +1,7 @@
 import type { ConnectionPurpose, SandboxEntries, Transport } from '../harness/codex-wire.js';
 import type { ExecAdapter, SessionAdapter } from '../harness/exec-adapter.js';
 import type { Connection } from '../harness/target.js';
+import type { HostTarget } from '../harness/host-mode/drive.js';
 import type { Handshake, HostSession, RawOutcome } from '../harness/host-session.js';
 import type { Observations, ScenarioObservers } from '../harness/observers.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
@@ -257,7 +258,8 @@ export interface ExecProbe {
   outcome: RawOutcome;
 }
 
-export interface Scenario {
+/** What every scenario has, whether it starts a server (Scenario) or drives a host (HostScenario). */
+export interface ScenarioBase {
   id: string;
   title: string;
   checks: CheckDef[];
@@ -269,8 +271,41 @@ export interface Scenario {
   long?: boolean;
   /** Its own time budget, when the plain scenario timeout (`base`) does not fit it (exploration). */
   timeoutMs?: (options: RunOptions, base: number) => number;
+}
+
+/** A scenario of server mode: the runner starts the server and hands the scenario the connection. */
+export interface Scenario extends ScenarioBase {
   run(ctx: ScenarioContext): Promise<Map<string, Verdict>>;
 }
+
+/**
+ * A scenario of host mode (suites/host.ts): no server is started; it drives the plan's host
+ * (RunPlan.host) against recording servers and judges what they saw. The runner gives it the same
+ * jobs, timeouts, progress, results and cleanup as a server scenario.
+ */
+export interface HostScenario extends ScenarioBase {
+  drive(ctx: HostDriveContext): Promise<HostDriven>;
+}
+
+export interface HostDriveContext {
+  readonly host: HostTarget;
+  readonly transport: Transport;
+  /** Whether a check of the scenario is in the run (a host run no selected check needs is not started). */
+  selected(checkId: string): boolean;
+  /** Aborted when the runner gives up on the scenario (its timeout, the run's timeout, the run's end). */
+  readonly signal: AbortSignal;
+}
+
+export interface HostDriven {
+  verdicts: Map<string, Verdict>;
+  /** What the recording servers saw, and the notes of driving the host: shared by every result. */
+  transcript: TranscriptEntry[];
+  /** Set when the host failed and nothing of it reached a recording server: the host could not be started. */
+  startFailure?: { message: string; stderrTail: string };
+}
+
+export type AnyScenario = Scenario | HostScenario;
+export const drivesHost = (scenario: AnyScenario): scenario is HostScenario => 'drive' in scenario;
 
 export const pass = (note?: string): Verdict => ({ status: 'pass', note });
 export const fail = (message: string, details: { expected?: unknown; actual?: unknown; diff?: string[]; counterexample?: Counterexample } = {}): Verdict => ({

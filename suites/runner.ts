@@ -11,6 +11,8 @@ import { containment, ProcessScope, sweepMarked, trackRunMarker, trackTempDir, t
 import { oversizedMessages } from '../harness/stdio-transport.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
 import type { Transport } from '../harness/codex-wire.js';
+import type { HostTarget } from '../harness/host-mode/drive.js';
+import type { TranscriptEntry } from '../harness/transcript.js';
 import {
   couldNotRun,
   notApplicable,
@@ -22,6 +24,9 @@ import {
   type Hint,
   type IsolatedContext,
   type RunOptions,
+  type AnyScenario,
+  drivesHost,
+  type HostScenario,
   type Scenario,
   type ScenarioContext,
   type Verdict,
@@ -66,8 +71,10 @@ interface MonitorLog {
 }
 
 export interface RunPlan {
-  /** At least one of the two. */
+  /** At least one of the two (server mode); none in host mode. */
   targets: { stdio?: StdioTarget; http?: HttpTarget };
+  /** Host mode: the host its scenarios (HostScenario) drive, over these transports. */
+  host?: HostTarget;
   exec?: { tool: string; arguments?: unknown; source: 'flag' | 'config' };
   options: RunOptions;
   jobs: number;
@@ -170,7 +177,7 @@ function compactTranscript(connection: Connection | undefined): void {
 const anythingRan = (observations: Observations) =>
   observations.launches.some((l) => !l.isCapabilityProbe) || observations.probeRuns.length > 0 || observations.trapCalls.length > 0;
 
-export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<RunReport> {
+export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise<RunReport> {
   const started = Date.now();
   // Neutral names: a server must not be able to tell the suite's commands by their paths.
   const root = mkdtempSync(join(tmpdir(), 'tmp-'));
@@ -189,11 +196,11 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
   const runTimeoutMs = plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
   let runExpired: string | undefined;
 
-  const transports: Transport[] = (['stdio', 'http'] as const).filter((t) => plan.targets[t]);
+  const transports: Transport[] = plan.host?.transports ?? (['stdio', 'http'] as const).filter((t) => plan.targets[t]);
   // One job per scenario and transport it applies to; a scenario for a transport the plan lacks
   // still reports its checks (as not applicable), on the transport it is for.
   interface Job {
-    scenario: Scenario;
+    scenario: AnyScenario;
     transport: Transport;
     runs: boolean;
   }
@@ -240,6 +247,8 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
     const t0 = Date.now();
     const verdicts = new Map<string, Verdict>();
     let connection: Connection | undefined;
+    // A host scenario's transcript (a server scenario's is its connection's).
+    let hostTranscript: TranscriptEntry[] | undefined;
     const extraConnections: Connection[] = [];
     // The unanswered calls of the isolated runs' servers (only these lists: their connections are closed and let go run by run).
     const isolatedUnanswered: (readonly string[])[] = [];
@@ -262,7 +271,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       // A server that did not opt in gets no sandbox keys from Codex: starting it again for every
       // scenario that needs them would learn nothing.
       undecided(didNotOptIn());
-    } else if (target && scenario.checks.some((c) => !verdicts.has(c.id))) {
+    } else if ((plan.host ?? target) && scenario.checks.some((c) => !verdicts.has(c.id))) {
       scenariosRun++;
       plan.onProgress?.({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
       const scope = runScope.child();
@@ -277,6 +286,17 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
         scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)})`);
       }, budgetMs);
       const work = scope.run(async () => {
+        if (drivesHost(scenario)) {
+          const driven = await driveHost(scenario, plan.host!, job.transport, plan.select, scope);
+          hostTranscript = driven.transcript;
+          if (driven.startFailure) throw new TargetStartError(driven.startFailure.message, driven.startFailure.stderrTail);
+          startedHere = true;
+          startedOnce.add(job.transport);
+          for (const [id, verdict] of driven.verdicts) if (!verdicts.has(id)) verdicts.set(id, verdict);
+          timing.runMs = Date.now() - t0;
+          return;
+        }
+        if (!target) throw new Error(`no ${job.transport} target for a server scenario`);
         try {
           const observers = await ScenarioObservers.create(dir, { realCodex: plan.realCodex });
           log.observers = observers;
@@ -311,7 +331,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
               throw error;
             }
           };
-          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, openIsolated, log);
+          await runWithConnection(plan, scenario as Scenario, connection, observers, control, verdicts, openConnection, openIsolated, log);
           timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
           // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
           // absence the server never finished: they say "error", not "fail". Every server of the
@@ -396,7 +416,7 @@ export async function runSuite(plan: RunPlan, scenarios: Scenario[]): Promise<Ru
       job,
       scenario.checks
         .filter((check) => plan.select(check.id))
-        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, connection, durationMs)),
+        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, hostTranscript ?? connection?.transcript.entries ?? [], durationMs)),
     );
     done++;
     plan.onProgress?.({ kind: 'scenario-end', scenario: scenario.id, transport: job.transport, done, total: queue.length });
@@ -666,12 +686,23 @@ function applyFindings(results: CheckResult[], findings: Finding[]): void {
 function toResult(
   check: CheckDef,
   verdict: Verdict | undefined,
-  scenario: Scenario,
+  scenario: AnyScenario,
   transport: Transport,
-  connection: Connection | undefined,
+  transcript: TranscriptEntry[],
   durationMs: number,
 ): CheckResult {
   const decided: Verdict = verdict ?? { status: 'error', message: `scenario ${scenario.id} reached no verdict for this check` };
   const { id, rule, level, title } = check;
-  return resultOf(decided, { id, rule, level, title, transport, scenario: scenario.id, durationMs, transcript: connection?.transcript.entries ?? [] });
+  return resultOf(decided, { id, rule, level, title, transport, scenario: scenario.id, durationMs, transcript });
+}
+
+/** Runs a host scenario in the job's scope: the host it drives is stopped when the scope is aborted. */
+async function driveHost(scenario: HostScenario, host: HostTarget, transport: Transport, selected: (checkId: string) => boolean, scope: ProcessScope) {
+  const controller = new AbortController();
+  const forget = scope.onAbort((reason) => controller.abort(reason));
+  try {
+    return await scenario.drive({ host, transport, selected, signal: controller.signal });
+  } finally {
+    forget();
+  }
 }

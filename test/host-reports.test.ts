@@ -72,7 +72,7 @@ describe('host --reporter json --reporter junit --baseline --transcripts', () =>
       .trimEnd()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(lines[0]).toMatchObject({ dir: 'meta', scenario: 'host app-server' });
+    expect(lines[0]).toMatchObject({ dir: 'meta', scenario: 'host' });
     expect(lines.some((l) => l.dir === 'host->server' && l.message.method === 'tools/call')).toBe(true);
 
     const junit = (await parseJunit(readFileSync(join(cwd, 'h.xml'), 'utf8'))) as {

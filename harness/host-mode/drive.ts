@@ -57,7 +57,12 @@ export interface DriveOptions {
   networkAccess?: boolean;
   /** App-server turns after the first, each one changing the sandbox policy (default POLICY_CHANGES). */
   policyChanges?: number;
+  /** Aborted when the run gives up on this host (a timeout, the run's end): the host is stopped at once. */
+  signal?: AbortSignal;
 }
+
+/** The host a host-mode run drives, and how (RunPlan.host): the same on every transport. */
+export type HostTarget = Omit<DriveOptions, 'transport' | 'signal'> & { transports: Transport[] };
 
 /** How many times the app-server session changes the policy between turns, unless told otherwise. */
 export const POLICY_CHANGES = 24;
@@ -165,6 +170,7 @@ export async function observeExec(options: DriveOptions): Promise<ExecObservatio
       dirs.workspace,
       hostEnv(options, dirs.codexHome),
       options.timeoutMs,
+      options.signal,
     );
     Object.assign(observation, { exit: run.exit, stdout: run.stdout, stderr: run.stderr });
     if (run.error) observation.hostFailed = run.error;
@@ -196,8 +202,8 @@ interface ProcessRun {
   error?: string;
 }
 
-/** Runs the host to completion in its own process group; on timeout the whole group is killed. */
-function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ProcessRun> {
+/** Runs the host to completion in its own process group; on timeout or abort the whole group is killed. */
+function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number, signal?: AbortSignal): Promise<ProcessRun> {
   return new Promise((resolve) => {
     const child = spawn(host.command, [...host.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     if (child.pid !== undefined) trackGroup(child.pid);
@@ -210,6 +216,10 @@ function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.
       timedOut = true;
       void killProcessGroup(child);
     }, timeoutMs);
+    const abort = () => void killProcessGroup(child);
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
+    child.once('close', () => signal?.removeEventListener('abort', abort));
     child.once('error', (error) => {
       clearTimeout(timer);
       resolve({ exit: { code: null, signal: null, timedOut }, stdout, stderr, error: `cannot start ${host.display}: ${error.message}` });
@@ -333,6 +343,10 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
     writeConfig({ codexHome: dirs.codexHome, workspace: dirs.workspace, modelBaseUrl: baseUrl, servers, sandboxMode: 'workspace-write' });
     client = new AppServerClient(options.host, hostEnv(options, dirs.codexHome), dirs.workspace);
     await client.start();
+    // Given up on: the session ends now (every request still waiting gets "closed").
+    const stop = client;
+    if (options.signal?.aborted) void stop.close();
+    else options.signal?.addEventListener('abort', () => void stop.close(), { once: true });
     const app = client;
     const init = await app.request(
       'initialize',
