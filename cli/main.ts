@@ -14,6 +14,7 @@ import {
   assertDirectory,
   loadConfig,
   exploreSeed,
+  globMatcher,
   exploreSequences,
   MAX_TIMER_MS,
   parseEnvPairs,
@@ -186,10 +187,13 @@ async function main(argv: string[]): Promise<number> {
   // server's own flags reach the server), which also stops it from seeing commands.
   if (argv[0] === 'host') return (await import('./host.js')).runHostMode(argv.slice(1), version);
   if (argv[0] === 'list') {
-    if (argv.length > 1) throw new UsageError('list takes no arguments');
-    // Server checks first, then the host subcommand's.
+    // Server checks first, then the host subcommand's; globs (`list 'host/*'`) keep the checks whose id matches one.
     const { hostCheckDefs, hostTransportsOf } = await import('../suites/host.js');
-    process.stdout.write(renderList([...allChecks, ...hostCheckDefs], (id) => [...transportsOf(id), ...hostTransportsOf(id)]));
+    const patterns = argv.slice(1);
+    const matches = patterns.length ? globMatcher(patterns) : () => true;
+    const listed = [...allChecks, ...hostCheckDefs].filter((c) => matches(c.id));
+    if (listed.length === 0) throw new UsageError(`no check id matches ${patterns.join(' ')}; see mcp-sandbox-conformance list`);
+    process.stdout.write(renderList(listed, (id) => [...transportsOf(id), ...hostTransportsOf(id)]));
     return EXIT.ok;
   }
   if (argv[0] === 'explain') {

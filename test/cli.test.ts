@@ -251,9 +251,16 @@ describe('discoverability', () => {
     expect(stdout).toMatch(/^mcp-sandbox-conformance \[options\] <server> \[args\.\.\.\]\s+a stdio server \(an executable, or a \.js\/\.mjs\/\.cjs file\)$/m);
     expect(stdout).toMatch(/"sessionId":"<dotted path in the open\s+result>" \(default:\s+structuredContent\.sessionId, else the only text block/);
   });
-  test('list shows every check; explain shows one', async () => {
+  test('list shows every check (or those a glob matches); explain shows one', async () => {
     const list = await cli(['list']);
     for (const check of allChecks) expect(list.stdout).toContain(check.id);
+    const filtered = await cli(['list', 'launcher/*', 'host/direct-call-*']);
+    const ids = [...filtered.stdout.matchAll(/^\s*((?:launcher|host|forwarding)\/[\w-]+)/gm)].map((m) => m[1]);
+    expect(ids.length).toBeGreaterThan(0);
+    expect(ids.filter((id) => !id!.startsWith('launcher/') && !id!.startsWith('host/direct-call-'))).toEqual([]);
+    expect(ids).toContain('launcher/runs-given-executable');
+    expect(ids).toContain('host/direct-call-thread-id');
+    expect((await cli(['list', 'nothing/*'])).code).toBe(2);
     const explain = await cli(['explain', 'forwarding/state-unchanged']);
     expect(explain.stdout).toMatch(/FWD-2, MUST/);
     expect(explain.stdout).toMatch(/How to fix it:/);
