@@ -86,15 +86,16 @@ export const ONLY_EXPLORATION_FINDS = Object.entries(mutants)
 
 /** How a case runs: the server's arguments, the run options and the plan variant (with the checks selected). */
 export function casePlan(name: string, expected: Case): { args: string[]; options: Case['options']; variant: PlanVariant } {
-  // The catalog scenario starts four servers at once and the resource scenario reads no
-  // command: they run for the mutants whose defect can show there (and for the reference),
-  // and are left out of the others to keep this fast.
-  const catalog = name.includes('catalog') || name.includes('slow') || name.includes('crowded');
-  const resources = name.includes('resource') || name.includes('capability');
+  // The catalog scenario starts four servers at once and the resource scenario reads no command:
+  // they run for the mutants whose declared findings are there, or that declare they also run
+  // them (`alsoRuns`), and are left out of the others to keep this fast.
+  const declared = mutants[expected.mutant ?? name]!;
+  const areas = new Set<string>(declared.alsoRuns ?? []);
+  for (const finding of [...expected.fail, ...expected.warn]) areas.add(finding.split(' ')[1]!.split('/')[0]!);
   const only = expected.only;
   const select = only
     ? (id: string) => id.startsWith(only)
-    : (id: string) => (catalog || !id.startsWith('catalog/')) && (resources || !id.startsWith('resources/'));
+    : (id: string) => (areas.has('catalog') || !id.startsWith('catalog/')) && (areas.has('resources') || !id.startsWith('resources/'));
   return {
     args: [mutantsServer, expected.mutant ?? name],
     options: expected.options,

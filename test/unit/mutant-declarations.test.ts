@@ -47,3 +47,8 @@ test('the matrix holds every mutant that declares findings, and runs only mutant
   expect(inMatrix.filter((name) => !(name in matrix))).toEqual([]);
   expect(Object.entries(matrix).filter(([name, c]) => !((c.mutant ?? name) in mutants))).toEqual([]);
 });
+
+test('alsoRuns names only the areas the matrix leaves out, and only for a mutant in the matrix', () => {
+  const wrong = declared.filter(([, m]) => m.alsoRuns && (!(m.fails || m.warns) || m.alsoRuns.some((area) => area !== 'catalog' && area !== 'resources')));
+  expect(wrong.map(([name]) => name)).toEqual([]);
+});
