@@ -11,7 +11,8 @@ export type TranscriptEntry =
 /** The per-scenario log every check can point at. */
 export class Transcript {
   readonly entries: TranscriptEntry[] = [];
-  private readonly started = Date.now();
+  /** When it started (epoch ms): entries' `t` count from here. */
+  readonly started = Date.now();
 
   private now(): number {
     return Date.now() - this.started;

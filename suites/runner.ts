@@ -412,11 +412,12 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       report.capabilities = connection.handshake.initializeResult.capabilities;
     }
     const durationMs = Date.now() - t0;
+    const transcript = hostTranscript ?? scenarioTranscript(connection, extraConnections);
     resultsByJob.set(
       job,
       scenario.checks
         .filter((check) => plan.select(check.id))
-        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, hostTranscript ?? connection?.transcript.entries ?? [], durationMs)),
+        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, transcript, durationMs)),
     );
     done++;
     plan.onProgress?.({ kind: 'scenario-end', scenario: scenario.id, transport: job.transport, done, total: queue.length });
@@ -694,6 +695,29 @@ function toResult(
   const decided: Verdict = verdict ?? { status: 'error', message: `scenario ${scenario.id} reached no verdict for this check` };
   const { id, rule, level, title } = check;
   return resultOf(decided, { id, rule, level, title, transport, scenario: scenario.id, durationMs, transcript });
+}
+
+/**
+ * A server scenario's transcript, shared by its results: its connection's, then each further
+ * connection's (the catalog's overlapping startups, a session's second server) under a note
+ * naming it, on the same clock. (An isolated run's server, one per exploration sequence, is left
+ * out: its calls are in the counterexample.)
+ */
+function scenarioTranscript(main: Connection | undefined, extras: Connection[]): TranscriptEntry[] {
+  if (!main || extras.length === 0) return main?.transcript.entries ?? [];
+  const onMainClock = (connection: Connection): TranscriptEntry[] => {
+    // Copies: compacted now (the originals are again when their server is closed).
+    compactTranscript(connection);
+    const shift = connection.transcript.started - main.transcript.started;
+    return connection.transcript.entries.map((entry) => ({ ...entry, t: entry.t + shift }));
+  };
+  return [
+    ...main.transcript.entries,
+    ...extras.flatMap((connection, index): TranscriptEntry[] => [
+      { t: connection.transcript.started - main.transcript.started, dir: 'note', text: `connection ${index + 2} of this scenario` },
+      ...onMainClock(connection),
+    ]),
+  ];
 }
 
 /** Runs a host scenario in the job's scope: the host it drives is stopped when the scope is aborted. */
