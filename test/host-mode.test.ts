@@ -232,9 +232,12 @@ describe('the CLI', () => {
  * changes; the worst case was a nearly idle machine (load 1-2), where 4 of 15 stdio sessions of 12
  * changes found no stale turn (HTTP: 0 of 5). Taking a block of 12 changes as an independent draw
  * missing with 4/15, a transport misses 48 changes with (4/15)^4 = 0.5 %, and this test fails only
- * if both transports miss: about 2.5e-5 per run (and about 0 under load).
+ * if both transports miss: about 2.5e-5 per run (and about 0 under load). The 48 changes come as
+ * up to three host runs of 16 (each a fresh session, so the draws stay independent); the first
+ * run that finds the stale state ends the search, which nearly always is the first.
  */
-const REAL_CODEX_CHANGES = 48;
+const REAL_CODEX_CHANGES = 16;
+const REAL_CODEX_RUNS = 3;
 
 describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` (skipped: ${realCodex.missing})` : ` ${realCodex.version}`}`, () => {
   const version = 'missing' in realCodex ? undefined : realCodex.version;
@@ -243,14 +246,18 @@ describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` 
     async () => {
       const json = join(mkdtempSync(join(tmpdir(), 'msc-real-codex-report-')), 'h.json');
       const tmp = privateTmp();
-      const { code, stdout, ms } = await slot(() =>
-        cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`], { TMPDIR: tmp }),
-      );
-      console.log(`host mode against real Codex, ${REAL_CODEX_CHANGES} policy changes: ${ms} ms`);
-      expect(code, stdout).toBe(1);
-      for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
-        for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
+      let run: Awaited<ReturnType<typeof cli>> | undefined;
+      for (let attempt = 1; attempt <= REAL_CODEX_RUNS; attempt++) {
+        run = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`], { TMPDIR: tmp }));
+        console.log(`host mode against real Codex, run ${attempt}, ${REAL_CODEX_CHANGES} policy changes: ${run.ms} ms, exit ${run.code}`);
+        // Every other MUST check passes on every run, whether or not this one met the stale state.
+        for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
+          for (const transport of check.transports) expect(run.stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
+        }
+        if (run.code !== 0) break;
       }
+      const { code, stdout } = run!;
+      expect(code, stdout).toBe(1);
       expect(stdout).toMatch(/FAIL\s+host\/state-follows-policy-change\s+(stdio|http)\s/);
       // A stale turn: the state is the other policy's while the turn metadata names the turn's own.
       expect(stdout).toMatch(
