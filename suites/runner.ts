@@ -457,7 +457,8 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   if (startedOnce.size === 0 && deadAtStart.size > 0) report.startFailure = deadAtStart.get('stdio') ?? [...deadAtStart.values()][0];
   report.stats = { serverStarts, scenariosRun, timings };
   report.transports = transports;
-  report.containment = containment();
+  // Host mode's hosts run in process groups of their own, not in the servers' containment.
+  if (!plan.host) report.containment = containment();
   report.durationMs = Date.now() - started;
   return report;
 }

@@ -57,6 +57,9 @@ describe('host --reporter json --reporter junit --baseline --transcripts', () =>
     expect(validate(doc), JSON.stringify(validate.errors, null, 2)).toBe(true);
     expect(doc).toMatchObject({ exitCode: 0, target: { display: brokenHost }, server: {}, summary: { xfail: 2, failed: 0 } });
     expect(doc.exec).toBeUndefined();
+    // The servers' PID-namespace containment is not what runs a host: the report does not claim it.
+    expect(doc.containment).toBeUndefined();
+    expect(run.stdout).not.toMatch(/^containment:/m);
     const xfail = doc.checks.filter((c: { id: string }) => c.id === 'host/state-follows-policy-change');
     expect(xfail.map((c: { status: string; rule: string }) => [c.status, c.rule])).toEqual([
       ['xfail', 'HOST-2'],
