@@ -34,8 +34,8 @@ const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);
 const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 2);
 const EXPLORE_SEQUENCES = Number(process.env.BENCH_EXPLORE_SEQUENCES ?? 60);
 const JOBS = availableParallelism();
-const referenceServer = join(root, 'fixtures/servers/reference/server.mjs');
-const referenceConfig = join(root, 'fixtures/servers/reference/mcp-sandbox-conformance.json');
+const referenceServer = join(root, 'fixtures/servers/mutant-base/server.mjs');
+const referenceConfig = join(root, 'fixtures/servers/mutant-base/mcp-sandbox-conformance.json');
 const session = JSON.parse(readFileSync(referenceConfig, 'utf8')).session;
 
 const median = (values) => {

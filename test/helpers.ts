@@ -9,9 +9,9 @@ import { bundled } from './fixtures/bundles.js';
 
 export const root = packageRoot();
 /** The reference server as the README runs it, from its source file. */
-export const referenceSource = join(root, 'fixtures/servers/reference/server.mjs');
+export const referenceSource = join(root, 'fixtures/servers/mutant-base/server.mjs');
 /** The same server, bundled to start faster (test/fixtures/bundles.ts): what most tests start. */
-export const referenceServer = bundled('fixtures/servers/reference/server.mjs');
+export const referenceServer = bundled('fixtures/servers/mutant-base/server.mjs');
 export const mutantsServer = bundled('fixtures/servers/mutants.mjs');
 export const chaosServer = join(root, 'fixtures/servers/chaos.mjs');
 /** The CLI as it ships (dist/cli/main.js, what `bin` names). */
@@ -19,7 +19,7 @@ export const cliPath = join(root, 'dist/cli/main.js');
 /** The same CLI bundled to start faster (test/fixtures/bundles.ts): what runCli starts. */
 export const bundledCli = bundled('dist/cli/main.js');
 /** The reference server's own config: its session adapter. */
-export const referenceConfig = join(root, 'fixtures/servers/reference/mcp-sandbox-conformance.json');
+export const referenceConfig = join(root, 'fixtures/servers/mutant-base/mcp-sandbox-conformance.json');
 const referenceSession = JSON.parse(readFileSync(referenceConfig, 'utf8')).session;
 
 export interface PlanVariant {
