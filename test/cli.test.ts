@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
-import { bundledCli, chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer, runAgainst } from './helpers.js';
+import { bundledCli, chaosServer, cliPath, mutantsServer, referenceConfig, referenceServer, referenceSource, runAgainst } from './helpers.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
 
 const cli = runCli;
@@ -35,16 +35,26 @@ test('the bundled CLI that most tests run answers as the shipped dist/cli/main.j
 });
 
 describe('a run', () => {
-  test('the reference server over stdio and HTTP, as a default run (exploration on): exit 0, a line per check, the tally alone on the last line', async () => {
-    const httpCommand = `${process.execPath} ${referenceServer} --http --port {port}`;
-    const { code, stdout } = await cli(['--config', referenceConfig, '--http-command', httpCommand, referenceServer], { explore: true });
-    expect(code).toBe(0);
+  test('the reference server from its source, over stdio and HTTP, as a default run (exploration on): exit 0, every check passes but those that need a real Codex, the tally alone on the last line', async () => {
+    // The self-test's first half (test/matrix.test.ts has the rest): the reference, run as the
+    // README's npm start runs it, passes every check; the JSON report says the same, per transport.
+    const report = join(privateTmp(), 'r.json');
+    const httpCommand = `${process.execPath} ${referenceSource} --http --port {port}`;
+    const { code, stdout } = await cli(['--config', referenceConfig, '--http-command', httpCommand, '--reporter', `json=${report}`, referenceSource], {
+      explore: true,
+    });
+    expect(code, stdout).toBe(0);
     const realCodexOnly = allChecks.filter((c) => c.needs.includes('codex'));
     for (const check of allChecks) {
       expect(stdout).toMatch(new RegExp(`${realCodexOnly.includes(check) ? 'SKIP' : 'PASS'}\\s+${check.id}\\s`));
     }
     expect(stdout).not.toMatch(/^(FAIL|WARN|ERR)/m);
     expect(lastLine(stdout)).toMatch(new RegExp(`^\\d+ passed, 0 failed, ${realCodexOnly.length} skipped$`));
+    const checks = (JSON.parse(readFileSync(report, 'utf8')) as { checks: { id: string; transport: string; status: string; skipReason?: string }[] }).checks;
+    const expected = checks.map((r) => `${r.transport} ${r.id} ${realCodexOnly.some((c) => c.id === r.id) ? 'skip not-applicable' : 'pass'}`);
+    expect(checks.map((r) => `${r.transport} ${r.id} ${r.status}${r.skipReason ? ` ${r.skipReason}` : ''}`)).toEqual(expected);
+    // Every check ran on at least one transport, exploration included.
+    expect([...new Set(checks.map((r) => r.id))].sort()).toEqual(allChecks.map((c) => c.id).sort());
   });
   test('a mutant: exit 1, the violated check named, the dropped canary path in the diff', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--', process.execPath, mutantsServer, 'drops-unknown-fields']);
