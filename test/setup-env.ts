@@ -7,13 +7,18 @@ delete process.env.NODE_EXTRA_CA_CERTS;
 delete process.env.GITHUB_ACTIONS;
 
 // MSC_TEST_CPU_LOG=<file>: each test file appends the CPU its worker process and every process it
-// waited for (servers, CLI runs) used, to find where the suite's time goes.
+// waited for (servers, CLI runs) used while the file ran, to find where the suite's time goes.
 if (process.env.MSC_TEST_CPU_LOG) {
-  const { afterAll, expect } = await import('vitest');
+  const { afterAll, beforeAll, expect } = await import('vitest');
   const { appendFileSync, readFileSync } = await import('node:fs');
-  afterAll(() => {
+  const cpuSeconds = () => {
     const fields = readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
-    const ticks = [11, 12, 13, 14].map((i) => Number(fields[i])).reduce((a, b) => a + b, 0);
-    appendFileSync(process.env.MSC_TEST_CPU_LOG!, `${(ticks / 100).toFixed(1)}\t${process.pid}\t${expect.getState().testPath}\n`);
+    return [11, 12, 13, 14].map((i) => Number(fields[i])).reduce((a, b) => a + b, 0) / 100;
+  };
+  // Workers run several files in turn (isolate: false): each file logs its own share.
+  let atStart = 0;
+  beforeAll(() => void (atStart = cpuSeconds()));
+  afterAll(() => {
+    appendFileSync(process.env.MSC_TEST_CPU_LOG!, `${(cpuSeconds() - atStart).toFixed(1)}\t${process.pid}\t${expect.getState().testPath}\n`);
   });
 }
