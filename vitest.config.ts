@@ -12,9 +12,6 @@ export default defineConfig({
     // The matrix files alone fill both cores (their cases run at once, each starting servers); a
     // third worker runs the files that mostly wait beside them (test/sequencer.ts).
     maxWorkers: 3,
-    // A worker keeps its modules from one test file to the next (no test stubs globals or mocks
-    // modules): importing the suites again for every file cost about 0.2 CPU-s a file.
-    isolate: false,
     sequence: { sequencer: CpuBoundFirst },
   },
 });

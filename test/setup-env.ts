@@ -15,7 +15,7 @@ if (process.env.MSC_TEST_CPU_LOG) {
     const fields = readFileSync('/proc/self/stat', 'latin1').split(') ')[1]!.split(' ');
     return [11, 12, 13, 14].map((i) => Number(fields[i])).reduce((a, b) => a + b, 0) / 100;
   };
-  // Workers run several files in turn (isolate: false): each file logs its own share.
+  // From the file's start: a worker that ran another file before counts only this one's share.
   let atStart = 0;
   beforeAll(() => void (atStart = cpuSeconds()));
   afterAll(() => {
