@@ -107,7 +107,10 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
   }
   if (!(args['think-ms'] >= 0)) throw new UsageError('--think-ms must be 0 or more');
   if (!(Number.isInteger(args['policy-changes']) && args['policy-changes'] >= 1)) throw new UsageError('--policy-changes must be a whole number, 1 or more');
-  const select = selectionOf(args, hostCheckDefs, 'host --list');
+  const transports: Transport[] = args.transport === 'both' ? ['stdio', 'http'] : [args.transport];
+  // Only the checks of the transports in the run: a selection of none of them would be a green run of nothing.
+  const runnable = hostCheckDefs.filter((c) => hostTransportsOf(c.id).some((t) => transports.includes(t)));
+  const select = selectionOf(args, runnable, `host --list (over --transport ${args.transport})`);
   // A host run takes a minute: a report that cannot be written is said before it starts.
   checkOutputPaths(listOf(args.reporter), args.transcripts);
 
@@ -120,7 +123,6 @@ export async function runHostMode(argv: string[], version: string): Promise<numb
     process.stderr.write(`mcp-sandbox-conformance: ${why}\n`);
     return EXIT.targetFailed;
   }
-  const transports: Transport[] = args.transport === 'both' ? ['stdio', 'http'] : [args.transport];
   const progress = createProgress();
   let report;
   try {

@@ -218,6 +218,10 @@ describe('the CLI', () => {
   test('usage errors exit 2, a missing host exits 4', async () => {
     expect((await cli(['host', '--transport', 'carrier-pigeon'])).code).toBe(2);
     expect((await cli(['host', '--only', 'nothing/*'])).code).toBe(2);
+    // A check of the other transport only: nothing would run, so no green run of nothing.
+    const elsewhere = await cli(['host', '--transport', 'stdio', '--only', 'host/no-launcher-over-http']);
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.stderr).toContain('--only/--skip leave no check to run');
     expect((await cli(['host', '--policy-changes', '0'])).code).toBe(2);
     const missing = await cli(['host', '--codex', '/nonexistent/codex']);
     expect(missing.code).toBe(4);
