@@ -26,7 +26,7 @@ const USAGE = [
   '  $0 host [options]                      the real Codex of the @openai/codex devDependency',
   '  $0 host --codex PATH [options]         your own Codex build (or any program with the same CLI subset)',
   '',
-  'Per transport (stdio, Streamable HTTP on a free loopback port) the host runs two scenarios:',
+  'Per transport (stdio, Streamable HTTP on a free loopback port) one scenario runs the host twice, side by side:',
   '  exec        `<codex> exec --skip-git-repo-check <prompt>`: the model calls the recording tool twice in a row,',
   '              then the tool of a second recording server that did not opt in',
   '  app-server  `<codex> app-server` over JSON-RPC: initialize, thread/start, mcpServer/tool/call with caller _meta',
