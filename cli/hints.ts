@@ -8,7 +8,7 @@ import { adapterDescription } from './reporters/index.js';
  * What the user can do about a verdict, in the CLI's own words: its flags and config keys. The
  * suites give a code (`Hint`); this is the only place that turns it into flag text.
  */
-export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>): string {
+export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>, mode?: 'host'): string {
   switch (hint) {
     case 'assume-opt-in':
       return '; --assume-opt-in sends them anyway';
@@ -25,7 +25,8 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>): string {
     case 'exec-adapter':
       return `${report.exec ? ` (the suite used the ${adapterDescription(report.exec)})` : ''}; name the tool and its arguments with --exec-tool NAME --exec-args '{"command":"{{argv}}"}' (or "exec" in mcp-sandbox-conformance.json)`;
     case 'scenario-timeout':
-      return '; raise it with --scenario-timeout';
+      // Host mode's scenario budget follows from its --timeout (one host run's budget).
+      return mode === 'host' ? '; raise it with --timeout' : '; raise it with --scenario-timeout';
     case 'run-timeout':
       return '; raise it with --run-timeout';
     case 'explore-off':
@@ -34,8 +35,8 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>): string {
 }
 
 /** The report with each hint worded into its check's message, once, before any reporter runs. */
-export function withHints<R extends GradedReport>(report: R): R {
+export function withHints<R extends GradedReport>(report: R, mode?: 'host'): R {
   const worded = new Map<Hint, string>();
-  const word = (hint: Hint) => worded.get(hint) ?? worded.set(hint, hintText(hint, report)).get(hint)!;
+  const word = (hint: Hint) => worded.get(hint) ?? worded.set(hint, hintText(hint, report, mode)).get(hint)!;
   return { ...report, results: report.results.map((r) => (r.hint ? { ...r, message: `${r.message ?? ''}${word(r.hint)}` } : r)) };
 }

@@ -196,7 +196,7 @@ const RENDER: Record<Exclude<ReporterName, 'human'>, () => Promise<(data: Report
 export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
   const secrets = userSecrets(args);
-  const report = sanitizeRun(withHints({ ...rawReport, results: grade(rawReport.results, strictOf(args)) }), secrets);
+  const report = sanitizeRun(withHints({ ...rawReport, results: grade(rawReport.results, strictOf(args)) }, context.mode), secrets);
   const specs = parseReporters(listOf(args.reporter));
   const baselineFile = single(args, 'baseline');
   const transcriptsDir = single(args, 'transcripts');
