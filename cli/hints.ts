@@ -25,10 +25,10 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>, mode?: 'ho
     case 'exec-adapter':
       return `${report.exec ? ` (the suite used the ${adapterDescription(report.exec)})` : ''}; name the tool and its arguments with --exec-tool NAME --exec-args '{"command":"{{argv}}"}' (or "exec" in mcp-sandbox-conformance.json)`;
     case 'scenario-timeout':
-      // Host mode's scenario budget follows from its --timeout (one host run's budget).
+      // Host mode's scenario and run budgets follow from its --timeout (one host run's budget).
       return mode === 'host' ? '; raise it with --timeout' : '; raise it with --scenario-timeout';
     case 'run-timeout':
-      return '; raise it with --run-timeout';
+      return mode === 'host' ? '; raise it with --timeout' : '; raise it with --run-timeout';
     case 'explore-off':
       return ' (--no-explore, --explore 0 or "explore": false in the config); --explore N runs N sequences';
   }

@@ -959,7 +959,10 @@ export function runHostMode(plan: HostPlan): Promise<RunReport> {
       options: { assumeOptIn: false, startupTimeoutMs: host.timeoutMs, callTimeoutMs: host.timeoutMs },
       jobs,
       select,
+      // Both budgets follow from one host run's (--timeout): a scenario's runs go side by side,
+      // and the run lasts at most one scenario per transport, one after another.
       scenarioTimeoutMs: host.timeoutMs + HOST_SCENARIO_SLACK_MS,
+      runTimeoutMs: host.transports.length * (host.timeoutMs + HOST_SCENARIO_SLACK_MS) + HOST_SCENARIO_SLACK_MS,
       onProgress,
     },
     // Only the plan's transports: a transport left out is not checked (rather than "not applicable").
