@@ -331,7 +331,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
               throw error;
             }
           };
-          await runWithConnection(plan, scenario as Scenario, connection, observers, control, verdicts, openConnection, openIsolated, log);
+          await runWithConnection(plan, scenario, connection, observers, control, verdicts, openConnection, openIsolated, log);
           timing.runMs = Date.now() - t0 - timing.observersMs - timing.startupMs;
           // Verdicts reached on calls that got no answer, when nothing ran at all, rest on an
           // absence the server never finished: they say "error", not "fail". Every server of the

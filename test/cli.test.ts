@@ -14,14 +14,11 @@ const scratch = mkdtempSync(join(tmpdir(), 'msc-cli-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 test('the bundled CLI that most tests run answers as the shipped dist/cli/main.js does', async () => {
-  const run = (cli: string, args: string[]) =>
-    new Promise<string>((resolve) => {
-      const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: '1' } });
-      let out = '';
-      child.stdout.on('data', (c) => (out += c));
-      child.stderr.on('data', (c) => (out += c));
-      child.on('close', (code) => resolve(`${out.replace(/\d+(\.\d+)? ?m?s\b/g, '<time>')}exit ${code}`));
-    });
+  // The arguments exactly as given (explore: true adds no --no-explore); both outputs, times masked.
+  const run = async (entry: string, args: string[]) => {
+    const { code, stdout, stderr } = await runCli(args, { entry, explore: true });
+    return `${`${stdout}${stderr}`.replace(/\d+(\.\d+)? ?m?s\b/g, '<time>')}exit ${code}`;
+  };
   const runs = [
     ['--version'],
     ['--help'],
