@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { ChalkInstance } from 'chalk';
 import type { Argv } from 'yargs';
-import type { CheckDef } from '../suites/model.js';
+import { scenarioKey, type CheckDef } from '../suites/model.js';
 import type { RunReport } from '../suites/runner.js';
 import {
   applyBaseline,
@@ -22,9 +22,9 @@ import { assertOutputDirectory, assertWritableFile, loadConfig, UsageError } fro
 import { listOf } from './parser.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type * as HumanReporter from './reporters/human.js';
-import { parseReporters, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
+import { parseReporters, scenarioOf, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
 import { envSecrets, inGithubActions, neutralize, sanitizeRun, urlSecrets } from './sanitize.js';
-import { formatTranscript, redactArgv, redactText, transcriptKey, writeTranscripts } from './transcripts.js';
+import { formatTranscript, redactArgv, redactText, writeTranscripts } from './transcripts.js';
 
 /**
  * What happens after the run: the baseline turns known failures into xfail (and known failures
@@ -229,7 +229,7 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
   let exitCode = exitCodeFor(applied);
   if (baseline?.unknown.length && exitCode !== EXIT.targetFailed) exitCode = EXIT.violations;
 
-  const transcriptFiles = transcriptsDir ? writeTranscripts(transcriptsDir, report.results) : new Map<string, string>();
+  const transcriptFiles = transcriptsDir ? writeTranscripts(transcriptsDir, report.scenarios) : new Map<string, string>();
   const data: ReportData = {
     report: applied,
     tool: { name: 'mcp-sandbox-conformance', version: context.version },
@@ -290,17 +290,18 @@ function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: 
 
 /** The scenario's transcript under a failure, once per scenario and transport (later failures point up). */
 function traceLines(result: ReportedResult, indent: string, c: ChalkInstance, traced: Map<string, string>, data: ReportData): string[] {
-  const key = transcriptKey(result);
+  const scenario = scenarioOf(data, result);
+  const key = scenarioKey(scenario.id, scenario.transport);
   const file = data.transcriptFiles.get(key);
   const earlier = traced.get(key);
   if (earlier) return [c.dim(`${indent}transcript: shown above, under ${earlier}`)];
   traced.set(key, result.id);
-  if (result.transcript.length === 0) return [c.dim(`${indent}transcript: empty (the scenario started no server)`)];
+  if (scenario.transcript.length === 0) return [c.dim(`${indent}transcript: empty (the scenario started no server)`)];
   return [
     c.dim(
-      `${indent}transcript of scenario ${result.scenario} over ${result.transport} (${result.transcript.length} entries${file ? `, also in ${file}` : ''}):`,
+      `${indent}transcript of scenario ${result.scenario} over ${result.transport} (${scenario.transcript.length} entries${file ? `, also in ${file}` : ''}):`,
     ),
-    ...formatTranscript(result.transcript).map((line) => c.dim(`${indent}  ${line}`)),
+    ...formatTranscript(scenario.transcript).map((line) => c.dim(`${indent}  ${line}`)),
   ];
 }
 

@@ -243,10 +243,10 @@ interface SanitizableResult {
   actual?: unknown;
   diff?: string[];
   counterexample?: unknown;
-  transcript: TranscriptEntry[];
 }
 interface SanitizableRun<R extends SanitizableResult> {
   results: R[];
+  scenarios: { transcript: TranscriptEntry[] }[];
   startFailure?: { message: string; stderrTail: string };
   serverInfo?: unknown;
   capabilities?: unknown;
@@ -279,23 +279,18 @@ export function redactTranscript(entries: TranscriptEntry[], secrets: readonly s
 export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRun<R>>(run: T, secrets: readonly string[]): T {
   const text = (value: string) => sanitizeText(value, secrets);
   const deep = (value: unknown) => mapStrings(value, text);
-  const transcripts = new Map<TranscriptEntry[], TranscriptEntry[]>();
-  const results = run.results.map((r) => {
-    let transcript = transcripts.get(r.transcript);
-    if (!transcript) transcripts.set(r.transcript, (transcript = redactTranscript(r.transcript, secrets)));
-    return {
-      ...r,
-      ...(r.message !== undefined ? { message: text(r.message) } : {}),
-      ...(r.expected !== undefined ? { expected: deep(r.expected) } : {}),
-      ...(r.actual !== undefined ? { actual: deep(r.actual) } : {}),
-      ...(r.diff !== undefined ? { diff: r.diff.map(text) } : {}),
-      ...(r.counterexample !== undefined ? { counterexample: deep(r.counterexample) } : {}),
-      transcript,
-    };
-  });
+  const results = run.results.map((r) => ({
+    ...r,
+    ...(r.message !== undefined ? { message: text(r.message) } : {}),
+    ...(r.expected !== undefined ? { expected: deep(r.expected) } : {}),
+    ...(r.actual !== undefined ? { actual: deep(r.actual) } : {}),
+    ...(r.diff !== undefined ? { diff: r.diff.map(text) } : {}),
+    ...(r.counterexample !== undefined ? { counterexample: deep(r.counterexample) } : {}),
+  }));
   return {
     ...run,
     results,
+    scenarios: run.scenarios.map((s) => ({ ...s, transcript: redactTranscript(s.transcript, secrets) })),
     ...(run.startFailure ? { startFailure: { message: text(run.startFailure.message), stderrTail: text(run.startFailure.stderrTail) } } : {}),
     ...(run.serverInfo !== undefined ? { serverInfo: deep(run.serverInfo) } : {}),
     ...(run.capabilities !== undefined ? { capabilities: deep(run.capabilities) } : {}),

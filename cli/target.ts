@@ -84,8 +84,8 @@ export function unlistedExecTool(tool: string, report: RunReport): string | unde
   const requests = new Set<unknown>();
   const listed = new Set<string>();
   let answered = false;
-  for (const result of report.results) {
-    for (const entry of result.transcript) {
+  for (const scenario of report.scenarios) {
+    for (const entry of scenario.transcript) {
       if (!('message' in entry) || !isObject(entry.message)) continue;
       const message = entry.message;
       if (entry.dir === 'host->server' && message.method === 'tools/list') requests.add(message.id);

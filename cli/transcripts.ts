@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Transport } from '../harness/codex-wire.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
-import type { CheckResult } from '../suites/model.js';
+import { scenarioKey, type ScenarioRecord } from '../suites/model.js';
 import { defuseWorkflowCommands, jsonSafe, neutralize, neutralizeMultiline, redact, REDACTED, SECRET_NAME } from './sanitize.js';
 
 /**
@@ -57,28 +57,23 @@ export function transcriptRecord(entry: TranscriptEntry): Record<string, unknown
   }
 }
 
-/** Every result of one scenario on one transport shares one transcript. */
-export const transcriptKey = (result: Pick<CheckResult, 'scenario' | 'transport'>): string => `${result.scenario}|${result.transport}`;
-
 export const transcriptFileName = (scenario: string, transport: Transport): string => `${scenario.replace(/[^a-z0-9._-]+/gi, '_')}.${transport}.jsonl`;
 
 /**
  * Writes one JSONL file per scenario and transport that recorded anything (a scenario that never
- * started a server has nothing to show) and returns the path of each, by transcriptKey.
+ * started a server has nothing to show) and returns the path of each, by scenarioKey.
  */
-export function writeTranscripts(dir: string, results: Pick<CheckResult, 'id' | 'scenario' | 'transport' | 'transcript'>[]): Map<string, string> {
+export function writeTranscripts(dir: string, scenarios: readonly ScenarioRecord[]): Map<string, string> {
   mkdirSync(dir, { recursive: true });
   const written = new Map<string, string>();
-  for (const result of results) {
-    const key = transcriptKey(result);
-    if (written.has(key) || result.transcript.length === 0) continue;
-    const file = join(dir, transcriptFileName(result.scenario, result.transport));
-    const checks = results.filter((r) => transcriptKey(r) === key).map((r) => r.id);
-    const header = { dir: 'meta', scenario: result.scenario, transport: result.transport, checks, entries: result.transcript.length };
+  for (const scenario of scenarios) {
+    if (scenario.transcript.length === 0) continue;
+    const file = join(dir, transcriptFileName(scenario.id, scenario.transport));
+    const header = { dir: 'meta', scenario: scenario.id, transport: scenario.transport, checks: scenario.checks, entries: scenario.transcript.length };
     // JSON escapes C0 controls; jsonSafe escapes C1 ones and line separators too: no raw control byte on disk.
-    const lines = [header, ...result.transcript.map(transcriptRecord)].map((record) => jsonSafe(JSON.stringify(record)));
+    const lines = [header, ...scenario.transcript.map(transcriptRecord)].map((record) => jsonSafe(JSON.stringify(record)));
     writeFileSync(file, lines.join('\n') + '\n');
-    written.set(key, file);
+    written.set(scenarioKey(scenario.id, scenario.transport), file);
   }
   return written;
 }

@@ -105,10 +105,49 @@ export interface CheckResult {
   diff?: string[];
   /** For exploration: the smallest call sequence found that breaks the contract. */
   counterexample?: Counterexample;
+  /** With `scenario`, the scenario run (ScenarioRecord) that decided it: its transcript and timing are there. */
   transport: Transport;
   scenario: string;
+}
+
+/**
+ * One scenario as it ran on one transport. Results point at it by (scenario, transport): every
+ * check it decided shares its transcript and timing, which the reports keep once.
+ */
+export interface ScenarioRecord {
+  id: string;
+  title: string;
+  transport: Transport;
+  /** The checks of the scenario the run reports (--only/--skip), in the scenario's order. */
+  checks: string[];
+  /** When it started, in ms from the start of the run (0 for one that did not run), and how long it took. */
+  startMs: number;
   durationMs: number;
+  /** False when it did not run (its checks were decided without it: not applicable, a dead target, a timeout). */
+  ran: boolean;
+  /**
+   * Every connection it opened, in the order it opened them (a host scenario's are the host runs'),
+   * each on the scenario's clock; an exploration sequence's own server is left out (its calls are
+   * in the counterexample).
+   */
   transcript: TranscriptEntry[];
+  timing?: ScenarioTiming;
+}
+
+/** Where a scenario's time went (ms): a host scenario's is all `runMs`; `closeMs` is set once its servers are gone. */
+export interface ScenarioTiming {
+  observersMs: number;
+  startupMs: number;
+  runMs: number;
+  closeMs?: number;
+}
+
+export const scenarioKey = (scenario: string, transport: Transport): string => `${scenario}|${transport}`;
+
+/** Finds the scenario record a result points at. */
+export function scenarioFinder(scenarios: readonly ScenarioRecord[]): (result: Pick<CheckResult, 'scenario' | 'transport'>) => ScenarioRecord | undefined {
+  const byKey = new Map(scenarios.map((s) => [scenarioKey(s.id, s.transport), s]));
+  return (result) => byKey.get(scenarioKey(result.scenario, result.transport));
 }
 
 /** Whether the exec tool works at all with everything Codex would send: the positive control. */
@@ -298,7 +337,7 @@ export interface HostDriveContext {
 
 export interface HostDriven {
   verdicts: Map<string, Verdict>;
-  /** What the recording servers saw, and the notes of driving the host: shared by every result. */
+  /** What the recording servers saw, and the notes of driving the host: the scenario record's transcript. */
   transcript: TranscriptEntry[];
   /** Set when the host failed and nothing of it reached a recording server: the host could not be started. */
   startFailure?: { message: string; stderrTail: string };
@@ -326,10 +365,7 @@ export const notApplicable = (message: string, hint?: Hint): Verdict => ({ statu
  * A verdict as a result, ungraded: a finding is `fail` at every level; the CLI grades it (SHOULD
  * and INFO findings warn unless --strict) and applies the baseline.
  */
-export function resultOf(
-  verdict: Verdict,
-  base: Pick<CheckResult, 'id' | 'rule' | 'level' | 'title' | 'transport' | 'scenario' | 'durationMs' | 'transcript'>,
-): CheckResult {
+export function resultOf(verdict: Verdict, base: Pick<CheckResult, 'id' | 'rule' | 'level' | 'title' | 'transport' | 'scenario'>): CheckResult {
   switch (verdict.status) {
     case 'pass':
       return { ...base, status: 'pass', message: verdict.note };

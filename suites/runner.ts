@@ -28,6 +28,8 @@ import {
   drivesHost,
   type HostScenario,
   type Scenario,
+  type ScenarioRecord,
+  type ScenarioTiming,
   type ScenarioContext,
   type Verdict,
 } from './model.js';
@@ -117,17 +119,10 @@ function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
   return undefined;
 }
 
-/** Where the time of one scenario went (ms); `closeMs` is filled in when its servers are gone. */
-export interface ScenarioTiming {
-  scenario: string;
-  transport: Transport;
-  observersMs: number;
-  startupMs: number;
-  runMs: number;
-  closeMs?: number;
-}
-
 export interface RunReport {
+  /** Every scenario job, in the scenario list's order: what the results point at. */
+  scenarios: ScenarioRecord[];
+  /** In the scenario list's order; each names its scenario and transport. */
   results: CheckResult[];
   /** Set when the target never got through startup in any scenario. */
   startFailure?: { message: string; stderrTail: string };
@@ -140,8 +135,8 @@ export interface RunReport {
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;
   durationMs: number;
-  /** How much was started: server starts (scenario connections and extra ones), scenarios run, and the time per phase. */
-  stats?: { serverStarts: number; scenariosRun: number; timings: ScenarioTiming[] };
+  /** How much was started: server starts (scenario connections and extra ones) and scenarios run (the time per phase is in `scenarios`). */
+  stats?: { serverStarts: number; scenariosRun: number };
 }
 
 /** Codex's opt-in test: either state key under `capabilities.experimental`, with an object value. */
@@ -185,8 +180,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   const runScope = new ProcessScope();
   const forgetMarker = trackRunMarker(runScope.marker);
   const control = new Control();
-  const timings: ScenarioTiming[] = [];
-  const report: RunReport = { results: [], durationMs: 0 };
+  const report: RunReport = { scenarios: [], results: [], durationMs: 0 };
   let serverStarts = 0;
   let scenariosRun = 0;
   // Per transport: whether a startup ever succeeded, and the first startup failure before that.
@@ -229,6 +223,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   const rank = (job: Job) => (job.scenario.isControl ? 0 : job.scenario.long ? 1 : 2);
   queue.sort((a, b) => rank(a) - rank(b));
   const resultsByJob = new Map<Job, CheckResult[]>();
+  const recordsByJob = new Map<Job, ScenarioRecord>();
   const logsByJob = new Map<Job, MonitorLog>();
   // Transports on which a server was seen not to opt in (see sandboxOptIn).
   const notOptedIn = new Set<Transport>();
@@ -254,6 +249,8 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     const isolatedUnanswered: (readonly string[])[] = [];
     const log: MonitorLog = { calls: [], trapOwners: new Map(), findings: [], lingerMs: 0 };
     logsByJob.set(job, log);
+    // Set when the scenario runs.
+    let ranTiming: ScenarioTiming | undefined;
     for (const check of scenario.checks) {
       const verdict = job.runs ? staticUnmet(check, plan) : job.transport === 'http' ? needsHttp() : notApplicable('needs a stdio target', 'stdio-target');
       if (verdict) verdicts.set(check.id, verdict);
@@ -276,8 +273,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       plan.onProgress?.({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
       const scope = runScope.child();
       inFlight.set(job, scope);
-      const timing: ScenarioTiming = { scenario: scenario.id, transport: job.transport, observersMs: 0, startupMs: 0, runMs: 0 };
-      timings.push(timing);
+      const timing: ScenarioTiming = (ranTiming = { observersMs: 0, startupMs: 0, runMs: 0 });
       let startedHere = false;
       let scenarioTimedOut = false;
       const budgetMs = Math.min(scenario.timeoutMs?.(plan.options, scenarioTimeoutMs) ?? scenarioTimeoutMs, MAX_TIMER_MS);
@@ -411,13 +407,21 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       report.serverInfo = connection.handshake.initializeResult.serverInfo;
       report.capabilities = connection.handshake.initializeResult.capabilities;
     }
-    const durationMs = Date.now() - t0;
-    const transcript = hostTranscript ?? scenarioTranscript(connection, extraConnections);
+    const reported = scenario.checks.filter((check) => plan.select(check.id));
+    recordsByJob.set(job, {
+      id: scenario.id,
+      title: scenario.title,
+      transport: job.transport,
+      checks: reported.map((check) => check.id),
+      startMs: ranTiming ? t0 - started : 0,
+      durationMs: Date.now() - t0,
+      ran: ranTiming !== undefined,
+      transcript: hostTranscript ?? scenarioTranscript(connection, extraConnections),
+      ...(ranTiming ? { timing: ranTiming } : {}),
+    });
     resultsByJob.set(
       job,
-      scenario.checks
-        .filter((check) => plan.select(check.id))
-        .map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport, transcript, durationMs)),
+      reported.map((check) => toResult(check, verdicts.get(check.id), scenario, job.transport)),
     );
     done++;
     plan.onProgress?.({ kind: 'scenario-end', scenario: scenario.id, transport: job.transport, done, total: queue.length });
@@ -454,8 +458,9 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   }
   // Report order follows the scenario list, whatever order they finished in.
   report.results = jobs.flatMap((job) => resultsByJob.get(job) ?? []);
+  report.scenarios = jobs.flatMap((job) => recordsByJob.get(job) ?? []);
   if (startedOnce.size === 0 && deadAtStart.size > 0) report.startFailure = deadAtStart.get('stdio') ?? [...deadAtStart.values()][0];
-  report.stats = { serverStarts, scenariosRun, timings };
+  report.stats = { serverStarts, scenariosRun };
   report.transports = transports;
   // Host mode's hosts run in process groups of their own, not in the servers' containment.
   if (!plan.host) report.containment = containment();
@@ -685,21 +690,14 @@ function applyFindings(results: CheckResult[], findings: Finding[]): void {
   }
 }
 
-function toResult(
-  check: CheckDef,
-  verdict: Verdict | undefined,
-  scenario: AnyScenario,
-  transport: Transport,
-  transcript: TranscriptEntry[],
-  durationMs: number,
-): CheckResult {
+function toResult(check: CheckDef, verdict: Verdict | undefined, scenario: AnyScenario, transport: Transport): CheckResult {
   const decided: Verdict = verdict ?? { status: 'error', message: `scenario ${scenario.id} reached no verdict for this check` };
   const { id, rule, level, title } = check;
-  return resultOf(decided, { id, rule, level, title, transport, scenario: scenario.id, durationMs, transcript });
+  return resultOf(decided, { id, rule, level, title, transport, scenario: scenario.id });
 }
 
 /**
- * A server scenario's transcript, shared by its results: its connection's, then each further
+ * A server scenario's transcript (its ScenarioRecord's): its connection's, then each further
  * connection's (the catalog's overlapping startups, a session's second server) under a note
  * naming it, on the same clock. (An isolated run's server, one per exploration sequence, is left
  * out: its calls are in the counterexample.)

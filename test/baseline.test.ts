@@ -28,8 +28,6 @@ const r = (id: string, status: GradedStatus, transport: 'stdio' | 'http' = 'stdi
   status,
   transport,
   scenario: 's',
-  durationMs: 1,
-  transcript: [],
   ...(status === 'fail' ? { message: 'it failed' } : {}),
 });
 
@@ -101,7 +99,7 @@ describe('applying a baseline', () => {
 });
 
 describe('grading a check that could not run because another failed', () => {
-  const exit = (results: GradedResult[]) => exitCodeFor({ results, durationMs: 0 });
+  const exit = (results: GradedResult[]) => exitCodeFor({ scenarios: [], results, durationMs: 0 });
   test('blocked by an expected failure (directly or in turn): not incomplete, exit 0', () => {
     const results = blockedResults({ baseline: true, unblocked: false });
     expect(results[0]!.status).toBe('xfail');

@@ -47,11 +47,28 @@ describe('a run', () => {
     }
     expect(stdout).not.toMatch(/^(FAIL|WARN|ERR)/m);
     expect(lastLine(stdout)).toMatch(new RegExp(`^\\d+ passed, 0 failed, ${realCodexOnly.length} skipped$`));
-    const checks = (JSON.parse(readFileSync(report, 'utf8')) as { checks: { id: string; transport: string; status: string; skipReason?: string }[] }).checks;
+    const doc = JSON.parse(readFileSync(report, 'utf8')) as {
+      checks: { id: string; transport: string; scenario: string; status: string; skipReason?: string; durationMs: number; transcript: { entries: number } }[];
+      scenarios: { id: string; transport: string; checks: string[]; ran: boolean; durationMs: number; transcript: { entries: number } }[];
+    };
+    const { checks, scenarios } = doc;
     const expected = checks.map((r) => `${r.transport} ${r.id} ${realCodexOnly.some((c) => c.id === r.id) ? 'skip not-applicable' : 'pass'}`);
     expect(checks.map((r) => `${r.transport} ${r.id} ${r.status}${r.skipReason ? ` ${r.skipReason}` : ''}`)).toEqual(expected);
     // Every check ran on at least one transport, exploration included.
     expect([...new Set(checks.map((r) => r.id))].sort()).toEqual(allChecks.map((c) => c.id).sort());
+    // Each check points at the one scenario record (scenario, transport) that lists it, and carries its transcript size and time.
+    for (const check of checks) {
+      const owners = scenarios.filter((s) => s.id === check.scenario && s.transport === check.transport);
+      expect(
+        owners.map((s) => s.checks.includes(check.id)),
+        `${check.transport} ${check.id}`,
+      ).toEqual([true]);
+      expect([check.transcript.entries, check.durationMs]).toEqual([owners[0]!.transcript.entries, owners[0]!.durationMs]);
+    }
+    expect(scenarios.flatMap((s) => s.checks).length).toBe(checks.length);
+    // The scenarios that ran hold their wire traffic; the real-Codex ones did not run here.
+    expect(scenarios.filter((s) => s.ran && s.transcript.entries === 0).map((s) => s.id)).toEqual([]);
+    expect(scenarios.filter((s) => !s.ran).every((s) => s.id.startsWith('enforcement/'))).toBe(true);
   });
   test('a mutant: exit 1, the violated check named, the dropped canary path in the diff', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--', process.execPath, mutantsServer, 'drops-unknown-fields']);

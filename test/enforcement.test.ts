@@ -7,8 +7,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { allScenarios } from '../suites/index.js';
 import type { CheckResult } from '../suites/model.js';
-import { runSuite, type RunPlan } from '../suites/runner.js';
-import { mutantsServer, nodePlan, referenceServer, referenceSource } from './helpers.js';
+import { runSuite, type RunPlan, type RunReport } from '../suites/runner.js';
+import { mutantsServer, nodePlan, referenceServer, referenceSource, transcriptOf } from './helpers.js';
 
 /**
  * The enforcement tier: the fake launcher records each launch and hands it to the real
@@ -35,8 +35,10 @@ interface SentState {
   sandboxCwd: string;
 }
 /** The state the fake host sent on the scenario's tools/call (canaries included). */
-const sentState = (result: CheckResult): SentState => {
-  const call = result.transcript.find((e) => e.dir === 'host->server' && (e as { message: { method?: string } }).message.method === 'tools/call') as {
+const sentState = (report: RunReport, result: CheckResult): SentState => {
+  const call = transcriptOf(report, result).find(
+    (e) => e.dir === 'host->server' && (e as { message: { method?: string } }).message.method === 'tools/call',
+  ) as {
     message: { params: { _meta: Record<string, unknown> } };
   };
   return call.message.params._meta['codex/sandbox-state'] as SentState;
@@ -89,7 +91,7 @@ describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.ve
     const outside = report.results.find((r) => r.id === 'enforcement/no-writes-outside')!;
     expect(outside.message).toMatch(/Read-only file system/);
     // Under Codex's own workspace-write state, which makes /tmp and $TMPDIR writable too.
-    const state = sentState(outside);
+    const state = sentState(report, outside);
     expect(state.permissionProfile.file_system.entries.map((e) => e.path.value?.kind ?? e.path.type)).toEqual([
       'root',
       'path',
@@ -113,7 +115,7 @@ describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.ve
     expect(escape.actual).toMatchObject({ written: true, forwardedToCodex: [{ permissionProfile: { type: 'disabled' } }] });
     // The escape is proven on a directory the state sent does not make writable: outside the workspace, /tmp and $TMPDIR.
     const target = (escape.expected as { fileOutsideWritableRoots: string }).fileOutsideWritableRoots;
-    for (const root of [realpathSync(tmpdir()), realpathSync('/tmp'), fileURLToPath(sentState(escape).sandboxCwd)])
+    for (const root of [realpathSync(tmpdir()), realpathSync('/tmp'), fileURLToPath(sentState(report, escape).sandboxCwd)])
       expect(relative(root, target).startsWith('..'), `${target} vs ${root}`).toBe(true);
     const network = report.results.find((r) => r.id === 'enforcement/no-network')!;
     expect(network.actual).toMatchObject({ connectionsToListener: 1 });

@@ -2,7 +2,9 @@ import { grade, type GradedResult } from '../cli/grade.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allScenarios } from '../suites/index.js';
-import { runSuite, type RunPlan } from '../suites/runner.js';
+import { runSuite, type RunPlan, type RunReport } from '../suites/runner.js';
+import { scenarioFinder, type CheckResult } from '../suites/model.js';
+import type { TranscriptEntry } from '../harness/transcript.js';
 import { shellQuote } from '../harness/observers.js';
 import { packageRoot } from '../harness/paths.js';
 import { bundled } from './fixtures/bundles.js';
@@ -51,6 +53,13 @@ export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> 
 export async function runAgainst(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}) {
   const report = await runSuite(nodePlan(args, overrides, variant), allScenarios);
   return { ...report, results: grade(report.results, false) };
+}
+
+/** The transcript of the scenario a result points at. */
+export function transcriptOf(report: Pick<RunReport, 'scenarios'>, result: Pick<CheckResult, 'scenario' | 'transport'>): TranscriptEntry[] {
+  const scenario = scenarioFinder(report.scenarios)(result);
+  if (!scenario) throw new Error(`no record of scenario ${result.scenario} over ${result.transport}`);
+  return scenario.transcript;
 }
 
 export const idsWith = (results: GradedResult[], status: GradedResult['status']) =>

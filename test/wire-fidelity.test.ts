@@ -7,8 +7,7 @@ import { withoutCanaries } from '../harness/host-mode/differential.js';
 import { allScenarios } from '../suites/index.js';
 import { DEFAULT_CALLER_META } from '../suites/resources.js';
 import { runSuite } from '../suites/runner.js';
-import type { TranscriptEntry } from '../harness/transcript.js';
-import { nodePlan, referenceServer, root } from './helpers.js';
+import { nodePlan, referenceServer, root, transcriptOf } from './helpers.js';
 
 /** What real Codex 0.171.0 sent (vendored from shared/reference/codex-wire.json). */
 const wire = JSON.parse(readFileSync(join(root, 'test/fixtures/codex-wire-0.171.0.json'), 'utf8'));
@@ -25,7 +24,10 @@ beforeAll(async () => {
   };
   const report = await runSuite(plan, allScenarios);
   const messages = (id: string) =>
-    (report.results.find((r) => r.id === id)!.transcript as TranscriptEntry[])
+    transcriptOf(
+      report,
+      report.results.find((r) => r.id === id)!,
+    )
       .filter((e) => e.dir === 'host->server')
       .map((e) => (e as { message: Message }).message);
   sent = messages('aliases/both-keys');

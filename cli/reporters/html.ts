@@ -1,10 +1,11 @@
 import type { GradedStatus } from '../grade.js';
 import type { ReportedResult } from '../baseline.js';
 import { jsonSafe, neutralizeMultiline } from '../sanitize.js';
-import { formatTranscript, transcriptKey } from '../transcripts.js';
+import { scenarioKey } from '../../suites/model.js';
+import { formatTranscript } from '../transcripts.js';
 import { counterexampleLines } from './counterexample.js';
 import { blockedNote, summaryLine, tally } from './human.js';
-import { asText, CONTRACT, execSummary, hasBothTransports, STATUS_ORDER, truncate, type ReportData } from './index.js';
+import { asText, CONTRACT, execSummary, hasBothTransports, scenarioOf, STATUS_ORDER, truncate, type ReportData } from './index.js';
 
 /**
  * One self-contained HTML file: styles, script and data inline, and a Content-Security-Policy that
@@ -42,7 +43,8 @@ function diffHtml(lines: string[]): string {
 
 function row(result: ReportedResult, data: ReportData, both: boolean): string {
   const def = data.checks.find((c) => c.id === result.id);
-  const key = transcriptKey(result);
+  const scenario = scenarioOf(data, result);
+  const key = scenarioKey(scenario.id, scenario.transport);
   const file = data.transcriptFiles.get(key);
   const parts: string[] = [`<div class="title">${esc(result.title)}</div>`];
   if (result.baseline) parts.push(`<div class="baseline">baseline <code>${esc(result.baseline.entry.id)}</code>: ${esc(result.baseline.entry.reason)}</div>`);
@@ -67,9 +69,9 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
       `<details class="values"><summary>expected and actual</summary><div class="columns">${pane('expected', result.expected)}${pane('actual', result.actual)}</div></details>`,
     );
   }
-  if (result.transcript.length) {
+  if (scenario.transcript.length) {
     parts.push(
-      `<details class="transcript" data-transcript="${esc(key)}"><summary>transcript of ${esc(result.scenario)} (${result.transcript.length} entries)${file ? ` · <code>${esc(file)}</code>` : ''}</summary><pre></pre></details>`,
+      `<details class="transcript" data-transcript="${esc(key)}"><summary>transcript of ${esc(result.scenario)} (${scenario.transcript.length} entries)${file ? ` · <code>${esc(file)}</code>` : ''}</summary><pre></pre></details>`,
     );
   }
   if (def && result.status !== 'pass' && result.status !== 'skip')
@@ -158,9 +160,8 @@ export function renderHtml(data: ReportData): string {
   const t = tally(report.results);
   const both = hasBothTransports(report);
   const transcripts: Record<string, string[]> = {};
-  for (const result of report.results) {
-    const key = transcriptKey(result);
-    if (!(key in transcripts) && result.transcript.length) transcripts[key] = formatTranscript(result.transcript, 4_000);
+  for (const scenario of report.scenarios) {
+    if (scenario.transcript.length) transcripts[scenarioKey(scenario.id, scenario.transport)] = formatTranscript(scenario.transcript, 4_000);
   }
   const info = report.serverInfo as { name?: unknown; version?: unknown } | undefined;
   const counts = new Map<GradedStatus, number>(STATUS_ORDER.map((s) => [s, report.results.filter((r) => r.status === s).length]));

@@ -1,6 +1,6 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import type { CheckDef } from '../../suites/model.js';
+import { scenarioFinder, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/model.js';
 import type { RunReport } from '../../suites/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
 import { UsageError } from '../config.js';
@@ -91,6 +91,18 @@ export function parseReporters(values: string[]): ReporterSpec[] {
   }
   if (!specs.some((s) => s.name === 'human' && s.path === undefined)) specs.unshift({ name: 'human' });
   return specs;
+}
+
+const finders = new WeakMap<ReportData['report'], ReturnType<typeof scenarioFinder>>();
+
+/** The scenario run a result points at: its transcript and timing. */
+export function scenarioOf(data: ReportData, result: Pick<CheckResult, 'scenario' | 'transport'>): ScenarioRecord {
+  let find = finders.get(data.report);
+  if (!find) finders.set(data.report, (find = scenarioFinder(data.report.scenarios)));
+  const scenario = find(result);
+  // The runner records every scenario job whose checks it reports: a result without one is a bug.
+  if (!scenario) throw new Error(`no record of scenario ${result.scenario} over ${result.transport}`);
+  return scenario;
 }
 
 /** The area of a check: the part of its id before the "/". */

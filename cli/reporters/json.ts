@@ -1,18 +1,18 @@
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import type { Counterexample, Level, SkipReason } from '../../suites/model.js';
+import { scenarioKey, type Counterexample, type Level, type ScenarioTiming, type SkipReason } from '../../suites/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import type { GradedStatus } from '../grade.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import { jsonSafe } from '../sanitize.js';
-import { redactValue, transcriptKey } from '../transcripts.js';
+import { redactValue } from '../transcripts.js';
 import { tally } from './human.js';
-import { areaOf, CONTRACT, execSummary, reportedExec, type ReportData, type TargetDescription } from './index.js';
+import { areaOf, CONTRACT, execSummary, reportedExec, scenarioOf, type ReportData, type TargetDescription } from './index.js';
 
 /**
  * The JSON report: one document per run, described by schema/report.schema.json (shipped in the
  * package). `schemaVersion` changes only when a field changes meaning or goes away; new optional
- * fields keep it. Transcripts are not inlined: a check names the file --transcripts wrote, and
- * always says how many entries its transcript had.
+ * fields keep it. Transcripts are not inlined: a scenario (and each of its checks) names the file
+ * --transcripts wrote, and always says how many entries its transcript had.
  */
 export const SCHEMA_VERSION = 1;
 
@@ -38,8 +38,24 @@ export interface CheckRecord {
   counterexample?: Counterexample;
   /** For xfail and xpass: the baseline entry that listed the check, and what the check did. */
   baseline?: { id: string; reason: string; transport?: 'stdio' | 'http'; was: GradedStatus };
+  /** Its scenario's transcript (see `scenarios`). */
   transcript: { entries: number; file?: string };
+  /** Its scenario's duration. */
   durationMs: number;
+}
+
+/** One scenario as it ran on one transport: the checks that name it (scenario, transport) share its transcript and timing. */
+export interface ScenarioDocument {
+  id: string;
+  title: string;
+  transport: 'stdio' | 'http';
+  checks: string[];
+  /** False when its checks were decided without running it (not applicable, a dead target, the run's timeout). */
+  ran: boolean;
+  startMs: number;
+  durationMs: number;
+  timing?: ScenarioTiming;
+  transcript: { entries: number; file?: string };
 }
 
 export interface ReportDocument {
@@ -61,14 +77,30 @@ export interface ReportDocument {
   baseline?: { file: string; staleEntries: BaselineEntry[]; unknownEntries: BaselineEntry[]; updated: boolean };
   /** Paste-ready baseline entries for the failures no entry lists. */
   unexpectedFailures: BaselineEntry[];
+  scenarios: ScenarioDocument[];
   checks: CheckRecord[];
 }
 
 export function toDocument(data: ReportData): ReportDocument {
   const { report } = data;
   const t = tally(report.results);
+  const transcriptOf = (id: string, transport: 'stdio' | 'http', entries: number) => {
+    const file = data.transcriptFiles.get(scenarioKey(id, transport));
+    return { entries, ...(file ? { file } : {}) };
+  };
+  const scenarios = report.scenarios.map((s): ScenarioDocument => ({
+    id: s.id,
+    title: s.title,
+    transport: s.transport,
+    checks: s.checks,
+    ran: s.ran,
+    startMs: s.startMs,
+    durationMs: s.durationMs,
+    ...(s.timing ? { timing: s.timing } : {}),
+    transcript: transcriptOf(s.id, s.transport, s.transcript.length),
+  }));
   const checks = report.results.map((r): CheckRecord => {
-    const file = data.transcriptFiles.get(transcriptKey(r));
+    const scenario = scenarioOf(data, r);
     return {
       id: r.id,
       area: areaOf(r.id),
@@ -86,8 +118,8 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(r.diff !== undefined ? { diff: r.diff } : {}),
       ...(r.counterexample !== undefined ? { counterexample: r.counterexample } : {}),
       ...(r.baseline ? { baseline: { ...r.baseline.entry, was: r.baseline.was } } : {}),
-      transcript: { entries: r.transcript.length, ...(file ? { file } : {}) },
-      durationMs: r.durationMs,
+      transcript: transcriptOf(scenario.id, scenario.transport, scenario.transcript.length),
+      durationMs: scenario.durationMs,
     };
   });
   return {
@@ -130,6 +162,7 @@ export function toDocument(data: ReportData): ReportDocument {
         }
       : {}),
     unexpectedFailures: data.suggestions,
+    scenarios,
     checks,
   };
 }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
-import { transcriptKey } from '../transcripts.js';
-import { areaOf, asText, CONTRACT, hasBothTransports, truncate, type ReportData } from './index.js';
+import { scenarioKey, type ScenarioRecord } from '../../suites/model.js';
+import { areaOf, asText, CONTRACT, hasBothTransports, scenarioOf, truncate, type ReportData } from './index.js';
 import type { ReportedResult } from '../baseline.js';
 import { blockedNote } from './human.js';
 import { neutralizeMultiline } from '../sanitize.js';
@@ -61,12 +61,12 @@ function withSystemOut(testCase: TestCase, text: string): void {
   decorate(testCase, (element) => element.ele('system-out').txt(clean(text)));
 }
 
-function details(result: ReportedResult, transcriptFile: string | undefined): string {
+function details(result: ReportedResult, scenario: ScenarioRecord, transcriptFile: string | undefined): string {
   const parts: string[] = [`${result.rule} (${result.level}): ${result.message ?? ''}`];
   if (result.diff?.length) parts.push('diff (expected -> actual):', ...result.diff.map((line) => `  ${line}`));
   if (result.expected !== undefined) parts.push('expected:', truncate(asText(result.expected), MAX_VALUE));
   if (result.actual !== undefined) parts.push('actual:', truncate(asText(result.actual), MAX_VALUE));
-  parts.push(transcriptFile ? `transcript: ${transcriptFile}` : `transcript: ${result.transcript.length} entries (write them with --transcripts DIR)`);
+  parts.push(transcriptFile ? `transcript: ${transcriptFile}` : `transcript: ${scenario.transcript.length} entries (write them with --transcripts DIR)`);
   parts.push(`scenario: ${result.scenario}, transport: ${result.transport}`);
   return parts.join('\n');
 }
@@ -90,38 +90,39 @@ export function renderJunit(data: ReportData): string {
       suites.set(area, suite);
     }
     const name = result.id.slice(area.length + 1) || result.id;
+    const scenario = scenarioOf(data, result);
     const testCase = suite
       .testCase()
       .className(area)
       .name(both ? `${name} (${result.transport})` : name)
-      .time(result.durationMs / 1000)
+      .time(scenario.durationMs / 1000)
       .property('id', result.id)
       .property('rule', result.rule)
       .property('level', result.level)
       .property('status', result.status)
       .property('transport', result.transport);
     if (result.blockedBy) testCase.property('blockedBy', result.blockedBy);
-    const file = data.transcriptFiles.get(transcriptKey(result));
+    const file = data.transcriptFiles.get(scenarioKey(scenario.id, scenario.transport));
     if (file) testCase.property('transcript', file);
     switch (result.status) {
       case 'fail':
       case 'xpass':
         testCase.failure(clean(result.message ?? result.status), `${result.rule} ${result.level}`);
-        withContent(testCase, 'failure', details(result, file));
+        withContent(testCase, 'failure', details(result, scenario, file));
         break;
       case 'error':
         testCase.error(clean(result.message?.split('\n')[0] ?? 'error'), 'error');
-        withContent(testCase, 'error', details(result, file));
+        withContent(testCase, 'error', details(result, scenario, file));
         break;
       case 'skip':
         withSkipMessage(testCase, `${result.reason ?? 'skipped'}${blockedNote(result, report.results)}: ${result.message ?? ''}`);
         break;
       case 'xfail':
         withSkipMessage(testCase, `expected failure (baseline): ${result.baseline?.entry.reason ?? ''}`);
-        withSystemOut(testCase, details(result, file));
+        withSystemOut(testCase, details(result, scenario, file));
         break;
       case 'warn':
-        withSystemOut(testCase, `WARNING (${result.level}, does not fail the run)\n${details(result, file)}`);
+        withSystemOut(testCase, `WARNING (${result.level}, does not fail the run)\n${details(result, scenario, file)}`);
         break;
       case 'pass':
         if (result.message) withSystemOut(testCase, result.message);

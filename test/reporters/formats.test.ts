@@ -13,7 +13,7 @@ import { MARKDOWN_BUDGET, renderMarkdown } from '../../cli/reporters/markdown.js
 import { redactArgv, redactText, writeTranscripts } from '../../cli/transcripts.js';
 import { UsageError } from '../../cli/config.js';
 import { reportValidator } from '../fixtures/report-validator.js';
-import { blockedData, NASTY, syntheticData, syntheticResults } from '../fixtures/synthetic-report.js';
+import { blockedData, NASTY, scenariosFor, syntheticData, syntheticResults } from '../fixtures/synthetic-report.js';
 import { allChecks } from '../../suites/index.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'msc-reporters-'));
@@ -41,6 +41,34 @@ describe('json', () => {
     expect(forwarding.transcript).toEqual({ entries: 4, file: 't/forwarding_scenario.stdio.jsonl' });
     expect(doc.checks[0].transcript).toEqual({ entries: 4 });
     expect(JSON.stringify(doc)).not.toContain('sk-live');
+  });
+  test('each scenario is listed once per transport, with its checks, transcript and time; checks point at theirs', () => {
+    const doc = JSON.parse(renderJson(syntheticData()));
+    expect(doc.scenarios.map((s: { id: string; transport: string }) => `${s.transport} ${s.id}`)).toEqual([
+      'stdio capability/scenario',
+      'http capability/scenario',
+      'stdio forwarding/scenario',
+      'stdio aliases/scenario',
+      'stdio launcher/scenario',
+      'stdio launcher/crashed',
+      'http transport/scenario',
+    ]);
+    const launcher = doc.scenarios.find((s: { id: string }) => s.id === 'launcher/scenario');
+    expect(launcher).toEqual({
+      id: 'launcher/scenario',
+      title: 'launcher/scenario',
+      transport: 'stdio',
+      checks: ['launcher/absent-fails-closed', 'launcher/not-an-object'],
+      ran: true,
+      startMs: 0,
+      durationMs: 12,
+      transcript: { entries: 4 },
+    });
+    for (const check of doc.checks) {
+      const owner = doc.scenarios.filter((s: { id: string; transport: string }) => s.id === check.scenario && s.transport === check.transport);
+      expect(owner.length, check.id).toBe(1);
+      expect(owner[0].checks).toContain(check.id);
+    }
   });
   test('baseline marks and the skip reason are carried', () => {
     const doc = JSON.parse(renderJson(syntheticData()));
@@ -182,7 +210,7 @@ describe('html (static checks; the browser test drives it)', () => {
 describe('transcripts', () => {
   test('one JSONL file per scenario and transport, secrets redacted', () => {
     const dir = join(scratch, 'transcripts');
-    const written = writeTranscripts(dir, syntheticResults());
+    const written = writeTranscripts(dir, scenariosFor(syntheticResults()));
     const files = readdirSync(dir).sort();
     // Every scenario+transport with entries; the two results with empty transcripts write nothing.
     expect(files).toEqual([
@@ -201,7 +229,7 @@ describe('transcripts', () => {
       dir: 'meta',
       scenario: 'launcher/scenario',
       transport: 'stdio',
-      checks: ['launcher/absent-fails-closed', 'launcher/not-an-object', 'launcher/missing-file'],
+      checks: ['launcher/absent-fails-closed', 'launcher/not-an-object'],
     });
     expect(lines.slice(1).map((l) => l.dir)).toEqual(['host->server', 'server->host', 'server-stderr', 'note']);
     expect(lines[1].message.params.headers).toEqual({ Authorization: '[redacted]', Cookie: '[redacted]' });
