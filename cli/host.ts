@@ -1,7 +1,7 @@
 import type { Transport } from '../harness/codex-wire.js';
 import { hostProgram, HostNotFound } from '../harness/host-mode/host-program.js';
 import { POLICY_CHANGES } from '../harness/host-mode/drive.js';
-import { hostCheckDefs, hostTransportsOf, runHostMode as runHostChecks } from '../suites/host.js';
+import { hostCheckDefs, hostTransportsOf, runHostChecks } from '../suites/host.js';
 import { parseEnvPairs, UsageError } from './config.js';
 import { EXIT } from './exit-codes.js';
 import { createProgress } from './progress.js';
@@ -42,7 +42,7 @@ const USAGE = [
 
 const VALUE_OPTIONS = ['codex', 'env', 'timeout', 'policy-changes', 'think-ms', 'jobs', 'only', 'skip', 'explain', 'reporter', 'transcripts', 'baseline'];
 
-export async function runHostMode(argv: string[], version: string): Promise<number> {
+export async function hostCommand(argv: string[], version: string): Promise<number> {
   const parser = cliParser(argv, USAGE, 120)
     .option('codex', {
       type: 'string',

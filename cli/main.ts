@@ -185,7 +185,7 @@ async function main(argv: string[]): Promise<number> {
 
   // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
   // server's own flags reach the server), which also stops it from seeing commands.
-  if (argv[0] === 'host') return (await import('./host.js')).runHostMode(argv.slice(1), version);
+  if (argv[0] === 'host') return (await import('./host.js')).hostCommand(argv.slice(1), version);
   if (argv[0] === 'list') {
     // Server checks first, then the host subcommand's; globs (`list 'host/*'`) keep the checks whose id matches one.
     const { hostCheckDefs, hostTransportsOf } = await import('../suites/host.js');

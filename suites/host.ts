@@ -949,7 +949,7 @@ export interface HostPlan extends HostTarget {
 const HOST_SCENARIO_SLACK_MS = 30_000;
 
 /** Runs the host scenarios on the runner, as server mode runs its own: a RunReport for cli/results.ts. */
-export function runHostMode(plan: HostPlan): Promise<RunReport> {
+export function runHostChecks(plan: HostPlan): Promise<RunReport> {
   const { jobs, select = () => true, onProgress, ...host } = plan;
   return runSuite(
     {

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { renderConfig } from '../harness/host-mode/codex-config.js';
 import { hostProgram } from '../harness/host-mode/host-program.js';
 import { locateRealCodex } from '../harness/real-codex.js';
-import { hostCheckDefs, hostChecks, profileKind, runHostMode } from '../suites/host.js';
+import { hostCheckDefs, hostChecks, profileKind, runHostChecks } from '../suites/host.js';
 import type { CheckResult } from '../suites/model.js';
 import { root } from './helpers.js';
 import { reportValidator } from './fixtures/report-validator.js';
@@ -44,7 +44,7 @@ async function slot<T>(work: () => Promise<T>): Promise<T> {
 
 function runBroken(defects: string, checkIds?: string[], transports: ('stdio' | 'http')[] = ['stdio', 'http'], policyChanges?: number) {
   return slot(() =>
-    runHostMode({
+    runHostChecks({
       host: hostProgram(brokenHost),
       transports,
       timeoutMs: 60_000,
