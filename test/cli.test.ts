@@ -225,7 +225,11 @@ describe('nothing is left behind', () => {
     ['SIGHUP', 129],
   ] as const)('%s stops the servers, removes the temp dir and exits %i', async (signal, exitCode) => {
     const tmp = privateTmp();
-    const child = spawn(process.execPath, [cliPath, '--startup-timeout', '30', chaosServer, 'never-initializes'], {
+    // A tag (chaos.mjs ignores it) tells this run's servers from the never-initializing servers
+    // other tests start meanwhile: seeing one of theirs, this test interrupted the CLI before it
+    // had its signal handlers.
+    const tag = `run-${process.pid}-${signal}-${Date.now()}`;
+    const child = spawn(process.execPath, [cliPath, '--startup-timeout', '30', chaosServer, 'never-initializes', tag], {
       env: { ...process.env, NO_COLOR: '1', TMPDIR: tmp },
     });
     let stderr = '';
@@ -235,7 +239,7 @@ describe('nothing is left behind', () => {
     const servers = () =>
       execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
         .split('\n')
-        .filter((line) => line.includes(`${chaosServer} never-initializes`) && !line.includes(cliPath));
+        .filter((line) => line.includes(`${chaosServer} never-initializes ${tag}`) && !line.includes(cliPath));
     const serverUp = () => servers().length > 0;
     for (let waited = 0; !serverUp() && waited < 20_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
     child.kill(signal);
