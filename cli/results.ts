@@ -22,7 +22,7 @@ import { assertOutputDirectory, assertWritableFile, loadConfig, UsageError } fro
 import { listOf } from './parser.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type * as HumanReporter from './reporters/human.js';
-import { parseReporters, scenarioOf, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
+import { parseReporters, scenarioOf, transcriptFileOf, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
 import { envSecrets, inGithubActions, neutralize, sanitizeRun, urlSecrets } from './sanitize.js';
 import { formatTranscript, redactArgv, redactText, writeTranscripts } from './transcripts.js';
 
@@ -292,7 +292,7 @@ function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: 
 function traceLines(result: ReportedResult, indent: string, c: ChalkInstance, traced: Map<string, string>, data: ReportData): string[] {
   const scenario = scenarioOf(data, result);
   const key = scenarioKey(scenario.id, scenario.transport);
-  const file = data.transcriptFiles.get(key);
+  const file = transcriptFileOf(data, scenario);
   const earlier = traced.get(key);
   if (earlier) return [c.dim(`${indent}transcript: shown above, under ${earlier}`)];
   traced.set(key, result.id);

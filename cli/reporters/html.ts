@@ -5,7 +5,7 @@ import { scenarioKey } from '../../suites/model.js';
 import { formatTranscript } from '../transcripts.js';
 import { counterexampleLines } from './counterexample.js';
 import { blockedNote, summaryLine, tally } from './human.js';
-import { asText, CONTRACT, execSummary, hasBothTransports, scenarioOf, STATUS_ORDER, truncate, type ReportData } from './index.js';
+import { asText, CONTRACT, execSummary, hasBothTransports, scenarioOf, STATUS_ORDER, transcriptFileOf, truncate, type ReportData } from './index.js';
 
 /**
  * One self-contained HTML file: styles, script and data inline, and a Content-Security-Policy that
@@ -45,7 +45,7 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
   const def = data.checks.find((c) => c.id === result.id);
   const scenario = scenarioOf(data, result);
   const key = scenarioKey(scenario.id, scenario.transport);
-  const file = data.transcriptFiles.get(key);
+  const file = transcriptFileOf(data, scenario);
   const parts: string[] = [`<div class="title">${esc(result.title)}</div>`];
   if (result.baseline) parts.push(`<div class="baseline">baseline <code>${esc(result.baseline.entry.id)}</code>: ${esc(result.baseline.entry.reason)}</div>`);
   if (result.blockedBy) parts.push(`<div class="blocked">could not run${esc(blockedNote(result, data.report.results))}</div>`);

@@ -1,6 +1,6 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import { scenarioFinder, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/model.js';
+import { scenarioFinder, scenarioKey, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/model.js';
 import type { RunReport } from '../../suites/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
 import { UsageError } from '../config.js';
@@ -104,6 +104,10 @@ export function scenarioOf(data: ReportData, result: Pick<CheckResult, 'scenario
   if (!scenario) throw new Error(`no record of scenario ${result.scenario} over ${result.transport}`);
   return scenario;
 }
+
+/** The JSONL file --transcripts wrote for a scenario, if it wrote one. */
+export const transcriptFileOf = (data: ReportData, scenario: ScenarioRecord): string | undefined =>
+  data.transcriptFiles.get(scenarioKey(scenario.id, scenario.transport));
 
 /** The area of a check: the part of its id before the "/". */
 export const areaOf = (id: string): string => (id.includes('/') ? id.slice(0, id.indexOf('/')) : id);

@@ -1,12 +1,12 @@
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import { scenarioKey, type Counterexample, type Level, type ScenarioTiming, type SkipReason } from '../../suites/model.js';
+import type { Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import type { GradedStatus } from '../grade.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import { jsonSafe } from '../sanitize.js';
 import { redactValue } from '../transcripts.js';
 import { tally } from './human.js';
-import { areaOf, CONTRACT, execSummary, reportedExec, scenarioOf, type ReportData, type TargetDescription } from './index.js';
+import { areaOf, CONTRACT, execSummary, reportedExec, scenarioOf, transcriptFileOf, type ReportData, type TargetDescription } from './index.js';
 
 /**
  * The JSON report: one document per run, described by schema/report.schema.json (shipped in the
@@ -84,9 +84,9 @@ export interface ReportDocument {
 export function toDocument(data: ReportData): ReportDocument {
   const { report } = data;
   const t = tally(report.results);
-  const transcriptOf = (id: string, transport: 'stdio' | 'http', entries: number) => {
-    const file = data.transcriptFiles.get(scenarioKey(id, transport));
-    return { entries, ...(file ? { file } : {}) };
+  const transcriptOf = (scenario: ScenarioRecord) => {
+    const file = transcriptFileOf(data, scenario);
+    return { entries: scenario.transcript.length, ...(file ? { file } : {}) };
   };
   const scenarios = report.scenarios.map((s): ScenarioDocument => ({
     id: s.id,
@@ -97,7 +97,7 @@ export function toDocument(data: ReportData): ReportDocument {
     startMs: s.startMs,
     durationMs: s.durationMs,
     ...(s.timing ? { timing: s.timing } : {}),
-    transcript: transcriptOf(s.id, s.transport, s.transcript.length),
+    transcript: transcriptOf(s),
   }));
   const checks = report.results.map((r): CheckRecord => {
     const scenario = scenarioOf(data, r);
@@ -118,7 +118,7 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(r.diff !== undefined ? { diff: r.diff } : {}),
       ...(r.counterexample !== undefined ? { counterexample: r.counterexample } : {}),
       ...(r.baseline ? { baseline: { ...r.baseline.entry, was: r.baseline.was } } : {}),
-      transcript: transcriptOf(scenario.id, scenario.transport, scenario.transcript.length),
+      transcript: transcriptOf(scenario),
       durationMs: scenario.durationMs,
     };
   });

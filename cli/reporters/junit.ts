@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
-import { scenarioKey, type ScenarioRecord } from '../../suites/model.js';
-import { areaOf, asText, CONTRACT, hasBothTransports, scenarioOf, truncate, type ReportData } from './index.js';
+import type { ScenarioRecord } from '../../suites/model.js';
+import { areaOf, asText, CONTRACT, hasBothTransports, scenarioOf, transcriptFileOf, truncate, type ReportData } from './index.js';
 import type { ReportedResult } from '../baseline.js';
 import { blockedNote } from './human.js';
 import { neutralizeMultiline } from '../sanitize.js';
@@ -102,7 +102,7 @@ export function renderJunit(data: ReportData): string {
       .property('status', result.status)
       .property('transport', result.transport);
     if (result.blockedBy) testCase.property('blockedBy', result.blockedBy);
-    const file = data.transcriptFiles.get(scenarioKey(scenario.id, scenario.transport));
+    const file = transcriptFileOf(data, scenario);
     if (file) testCase.property('transcript', file);
     switch (result.status) {
       case 'fail':

@@ -2,9 +2,8 @@ import type { GradedStatus } from '../grade.js';
 import type { ReportedResult } from '../baseline.js';
 import { formatEntries } from '../baseline.js';
 import { neutralize, neutralizeMultiline } from '../sanitize.js';
-import { scenarioKey } from '../../suites/model.js';
 import { summaryLine, tally } from './human.js';
-import { asText, displayName, hasBothTransports, isProblem, NO_EXEC, reportedExec, scenarioOf, truncate, type ReportData } from './index.js';
+import { asText, displayName, hasBothTransports, isProblem, NO_EXEC, reportedExec, scenarioOf, transcriptFileOf, truncate, type ReportData } from './index.js';
 
 /**
  * Markdown for `$GITHUB_STEP_SUMMARY` (and pull-request comments): the tally, a table of every
@@ -69,7 +68,7 @@ function section(result: ReportedResult, data: ReportData, both: boolean): strin
   if (result.expected !== undefined) lines.push(collapsible('expected', fenced(truncate(asText(result.expected), MAX_VALUE), 'json')), '');
   if (result.actual !== undefined) lines.push(collapsible('actual', fenced(truncate(asText(result.actual), MAX_VALUE), 'json')), '');
   const scenario = scenarioOf(data, result);
-  const file = data.transcriptFiles.get(scenarioKey(scenario.id, scenario.transport));
+  const file = transcriptFileOf(data, scenario);
   lines.push(file ? `Transcript: ${code(file)}` : `Transcript: ${scenario.transcript.length} entries (keep them with \`--transcripts DIR\`)`, '');
   if (def && isProblem(result.status) && result.status !== 'xpass')
     lines.push(`**Fix:** ${cell(def.fix)} (more: ${code(`mcp-sandbox-conformance explain ${result.id}`)})`, '');
