@@ -9,6 +9,7 @@ import { createProgress, inCI, progressLine } from '../cli/progress.js';
 import { containment } from '../harness/process-group.js';
 import { bundledCli, chaosServer, cliPath, referenceServer } from './helpers.js';
 import { exploring } from './fixtures/run-cli.js';
+import { scriptOrFail } from './fixtures/requirements.js';
 
 /**
  * Hostile and broken targets (fixtures/servers/chaos.mjs, and tiny HTTP servers started here).
@@ -492,8 +493,8 @@ describe('the live progress line', () => {
   });
 
   // `script` (util-linux) gives the CLI a terminal.
-  const hasScript = ['/usr/bin/script', '/bin/script'].some((path) => existsSync(path));
-  test.skipIf(!hasScript)('a real run in a pseudo-terminal draws it on stderr; with CI set, it does not', async () => {
+  test('a real run in a pseudo-terminal draws it on stderr; with CI set, it does not', async () => {
+    scriptOrFail();
     const run = (env: Record<string, string>) =>
       new Promise<string>((resolve) => {
         const command = `${process.execPath} ${cliPath} --only 'capability/*' ${referenceServer}`;

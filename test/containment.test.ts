@@ -3,8 +3,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { containedLaunch, containment, CONTAINMENT_ENV } from '../harness/process-group.js';
+import { containedLaunch, CONTAINMENT_ENV } from '../harness/process-group.js';
 import { cliPath, root } from './helpers.js';
+import { pidNamespacesOrFail } from './fixtures/requirements.js';
 
 /**
  * A `setsid env -i` daemon (fixtures/servers/daemon-escape.mjs) leaves the server's session and
@@ -14,7 +15,6 @@ import { cliPath, root } from './helpers.js';
  */
 
 const fixture = join(root, 'fixtures/servers/daemon-escape.mjs');
-const kernel = containment().mechanism === 'pid-namespace';
 const scratch = mkdtempSync(join(tmpdir(), 'containment-test-'));
 
 /** Live processes whose command line names `dir` (the daemon's does: its ticks file is an argument). */
@@ -68,7 +68,8 @@ afterAll(() => {
 });
 
 describe('containment', () => {
-  test.skipIf(!kernel)('a PID namespace per server: the setsid env -i daemon does not survive the run, over stdio and HTTP', async () => {
+  test('a PID namespace per server: the setsid env -i daemon does not survive the run, over stdio and HTTP', async () => {
+    pidNamespacesOrFail();
     const dir = mkdtempSync(join(scratch, 'kernel-'));
     const { code, report, stderr } = await run(dir, {}, true);
     expect(code).toBe(0);
@@ -93,7 +94,8 @@ describe('containment', () => {
     expect(survivors.length).toBeGreaterThan(0);
   });
 
-  test.skipIf(!kernel)('in a namespace, a server killed by a signal is reported as killed by it; a missing command spawns as given', () => {
+  test('in a namespace, a server killed by a signal is reported as killed by it; a missing command spawns as given', () => {
+    pidNamespacesOrFail();
     const launch = containedLaunch(process.execPath, ['-e', '0'], process.env, undefined);
     expect(launch.command).toMatch(/unshare$/);
     expect(launch.args).toContain(process.execPath);

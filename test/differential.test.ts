@@ -31,6 +31,7 @@ import {
 import { locateRealCodex } from '../harness/real-codex.js';
 import { connect, type Target } from '../harness/target.js';
 import { sandboxOptIn } from '../suites/runner.js';
+import { realCodexOrFail } from './fixtures/requirements.js';
 
 /**
  * Differential test: the same recording server (fixtures/servers/recording.mjs) watches real
@@ -41,12 +42,11 @@ import { sandboxOptIn } from '../suites/runner.js';
  *    other profile (read-only, workspace-write with network, danger-full-access);
  *  - `codex app-server`: resource reads with no, plain and progressToken-carrying caller `_meta`,
  *    then `mcpServerStatus/list`, which opens an inventory connection.
- * Needs the @openai/codex devDependency; without it the real-Codex tests are skipped with the
- * reason (never passed). The planted differences below run either way.
+ * Needs the @openai/codex devDependency (npm ci installs it); without it the file fails with one
+ * line naming it (test/fixtures/requirements.ts), never skips.
  */
 
 const real = locateRealCodex();
-const missing = 'missing' in real ? real.missing : undefined;
 const codexPath = 'path' in real ? real.path : '/opt/codex/bin/codex';
 const PROFILES: StateProfile[] = ['workspace-write', 'read-only', 'workspace-write-network', 'danger-full-access'];
 const shellQuote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
@@ -186,7 +186,7 @@ async function captureRealApp(): Promise<Capture> {
 }
 
 beforeAll(async () => {
-  if (missing) return;
+  realCodexOrFail();
   const host = hostProgram(undefined);
   for (const [transport, profile] of SETTINGS) {
     const started = Date.now();
@@ -210,7 +210,7 @@ beforeAll(async () => {
   console.log(`differential timings:\n  ${timings.join('\n  ')}`);
 }, 300_000);
 
-describe.skipIf(missing !== undefined)(`our fake host vs real Codex ${'version' in real ? real.version : ''}${missing ? ` (skipped: ${missing})` : ''}`, () => {
+describe(`our fake host vs real Codex ${'version' in real ? real.version : ''}`, () => {
   test.each(SETTINGS)('over %s under %s, real Codex reached both recording servers (initialize .. tools/call)', (transport, profile) => {
     const { optedIn, plain } = realExec.get(key(transport, profile))!;
     expect(optedIn.records.filter((r) => r.message.method === 'tools/call')).toHaveLength(2);

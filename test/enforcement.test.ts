@@ -3,12 +3,13 @@ import { readdirSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { allScenarios } from '../suites/index.js';
 import type { CheckResult } from '../suites/model.js';
 import { runSuite, type RunPlan, type RunReport } from '../suites/runner.js';
 import { mutantsServer, nodePlan, referenceServer, referenceSource, transcriptOf } from './helpers.js';
+import { realCodexOrFail } from './fixtures/requirements.js';
 
 /**
  * The enforcement tier: the fake launcher records each launch and hands it to the real
@@ -21,7 +22,6 @@ const ESCAPES = ['enforcement/no-network', 'enforcement/no-writes-outside'];
 // The sandbox facts these tests rely on (bubblewrap, "Read-only file system") were verified on Linux.
 const found = process.platform === 'linux' ? locateRealCodex() : { missing: `the real-sandbox tier is verified on Linux only, not ${process.platform}` };
 const realCodex = 'path' in found ? found.path : undefined;
-if (!realCodex) console.warn(`enforcement tests with the real Codex skipped: ${'missing' in found ? found.missing : ''}`);
 
 function plan(server: { args: string[] } | { command: string; args: string[] }, ids: string[], withCodex = true): RunPlan {
   const base = nodePlan('command' in server ? [] : server.args, {}, { http: false });
@@ -76,7 +76,8 @@ describe('without --codex', () => {
   });
 });
 
-describe.skipIf(!realCodex)(`with the real Codex ${'version' in found ? found.version : ''} (--codex)`, () => {
+describe(`with the real Codex ${'version' in found ? found.version : ''} (--codex)`, () => {
+  beforeAll(() => void realCodexOrFail());
   test('the binary comes from the @openai/codex npm package, version 0.171.0', () => {
     expect(realCodex).toMatch(/node_modules\/@openai\/codex-linux-(x64|arm64)\/vendor\/[^/]+\/bin\/codex$/);
     expect('version' in found && found.version).toBe('0.171.0');

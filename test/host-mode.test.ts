@@ -11,6 +11,7 @@ import type { CheckResult } from '../suites/model.js';
 import { root } from './helpers.js';
 import { reportValidator } from './fixtures/report-validator.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
+import { realCodexOrFail } from './fixtures/requirements.js';
 
 /**
  * Host mode (`mcp-sandbox-conformance host`): the broken-host fixture without defects passes
@@ -243,40 +244,36 @@ describe('the CLI', () => {
 const REAL_CODEX_CHANGES = 16;
 const REAL_CODEX_RUNS = 3;
 
-describe.skipIf('missing' in realCodex)(`real Codex${'missing' in realCodex ? ` (skipped: ${realCodex.missing})` : ` ${realCodex.version}`}`, () => {
-  const version = 'missing' in realCodex ? undefined : realCodex.version;
-  test.skipIf(version !== '0.171.0')(
-    '0.171.0: host mode finds its stale state after a policy change (exit 1) and passes every other MUST check',
-    async () => {
-      const json = join(mkdtempSync(join(tmpdir(), 'msc-real-codex-report-')), 'h.json');
-      const tmp = privateTmp();
-      let run: Awaited<ReturnType<typeof cli>> | undefined;
-      for (let attempt = 1; attempt <= REAL_CODEX_RUNS; attempt++) {
-        run = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`], { TMPDIR: tmp }));
-        console.log(`host mode against real Codex, run ${attempt}, ${REAL_CODEX_CHANGES} policy changes: ${run.ms} ms, exit ${run.code}`);
-        // Every other MUST check passes on every run, whether or not this one met the stale state.
-        for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
-          for (const transport of check.transports) expect(run.stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
-        }
-        if (run.code !== 0) break;
+describe(`real Codex${'missing' in realCodex ? '' : ` ${realCodex.version}`}`, () => {
+  test('0.171.0: host mode finds its stale state after a policy change (exit 1) and passes every other MUST check', async () => {
+    expect(realCodexOrFail().version).toBe('0.171.0');
+    const json = join(mkdtempSync(join(tmpdir(), 'msc-real-codex-report-')), 'h.json');
+    const tmp = privateTmp();
+    let run: Awaited<ReturnType<typeof cli>> | undefined;
+    for (let attempt = 1; attempt <= REAL_CODEX_RUNS; attempt++) {
+      run = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`], { TMPDIR: tmp }));
+      console.log(`host mode against real Codex, run ${attempt}, ${REAL_CODEX_CHANGES} policy changes: ${run.ms} ms, exit ${run.code}`);
+      // Every other MUST check passes on every run, whether or not this one met the stale state.
+      for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
+        for (const transport of check.transports) expect(run.stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
       }
-      const { code, stdout } = run!;
-      expect(code, stdout).toBe(1);
-      expect(stdout).toMatch(/FAIL\s+host\/state-follows-policy-change\s+(stdio|http)\s/);
-      // A stale turn: the state is the other policy's while the turn metadata names the turn's own.
-      expect(stdout).toMatch(
-        /~ turn\/\d+ \w+: the turn's policy is ([a-z-]+), the state sent describes (?!\1)[a-z-]+, x-codex-turn-metadata\.sandbox_mode is "\1"/,
-      );
-      expect(hostRunDirs(tmp)).toEqual([]);
-      rmSync(tmp, { recursive: true, force: true });
-      // The same run as a JSON report, valid against the shipped schema.
-      const doc = JSON.parse(readFileSync(json, 'utf8'));
-      const validate = reportValidator();
-      expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
-      expect(doc.exitCode).toBe(1);
-      expect(doc.checks.some((c: { id: string; status: string }) => c.id === 'host/state-follows-policy-change' && c.status === 'fail')).toBe(true);
-      rmSync(dirname(json), { recursive: true, force: true });
-    },
-    300_000,
-  );
+      if (run.code !== 0) break;
+    }
+    const { code, stdout } = run!;
+    expect(code, stdout).toBe(1);
+    expect(stdout).toMatch(/FAIL\s+host\/state-follows-policy-change\s+(stdio|http)\s/);
+    // A stale turn: the state is the other policy's while the turn metadata names the turn's own.
+    expect(stdout).toMatch(
+      /~ turn\/\d+ \w+: the turn's policy is ([a-z-]+), the state sent describes (?!\1)[a-z-]+, x-codex-turn-metadata\.sandbox_mode is "\1"/,
+    );
+    expect(hostRunDirs(tmp)).toEqual([]);
+    rmSync(tmp, { recursive: true, force: true });
+    // The same run as a JSON report, valid against the shipped schema.
+    const doc = JSON.parse(readFileSync(json, 'utf8'));
+    const validate = reportValidator();
+    expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
+    expect(doc.exitCode).toBe(1);
+    expect(doc.checks.some((c: { id: string; status: string }) => c.id === 'host/state-follows-policy-change' && c.status === 'fail')).toBe(true);
+    rmSync(dirname(json), { recursive: true, force: true });
+  }, 300_000);
 });

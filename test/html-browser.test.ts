@@ -6,26 +6,16 @@ import { parse as parseJunit } from 'junit2json';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { mutantsServer, root } from './helpers.js';
+import { bundledChromium, CHROMIUM_ARGS } from './fixtures/browser.js';
 import { reportValidator } from './fixtures/report-validator.js';
 import { reporterFlags, runCli } from './fixtures/run-cli.js';
 
 /**
- * The HTML report in a real browser: Debian's chromium (.ci/run installs it), headless, driven by
- * playwright-core. The report comes from a real run against a mutant, so it has failing, warning,
+ * The HTML report in a real browser: the Chromium of the @sparticuz/chromium devDependency
+ * (test/fixtures/browser.ts), headless, driven by playwright-core. The report comes from a real run against a mutant, so it has failing, warning,
  * skipped and passing rows. A screenshot is kept in test-results/ (git-ignored).
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const scratch = mkdtempSync(join(tmpdir(), 'msc-html-'));
 const artifacts = join(root, 'test-results');
 
@@ -57,7 +47,7 @@ beforeAll(async () => {
   );
   expect(run.code, run.stderr).toBe(1);
   doc = JSON.parse(readFileSync(join(scratch, 'r.json'), 'utf8'));
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  browser = await chromium.launch({ executablePath: await bundledChromium(), args: CHROMIUM_ARGS });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('request', (request) => requests.push(request.url()));
   page.on('console', (message) => message.type() === 'error' && consoleErrors.push(message.text()));
