@@ -25,9 +25,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { runSuite } = await import(pathToFileURL(join(root, 'dist/suites/runner.js')).href);
+const { runSuite } = await import(pathToFileURL(join(root, 'dist/suites/engine/runner.js')).href);
 const { allScenarios } = await import(pathToFileURL(join(root, 'dist/suites/index.js')).href);
-const { EXPLORE_DEFAULTS } = await import(pathToFileURL(join(root, 'dist/suites/explore.js')).href);
+const { EXPLORE_DEFAULTS } = await import(pathToFileURL(join(root, 'dist/suites/server/explore.js')).href);
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
 import type { Transport } from '../harness/codex-wire.js';
 import { isObject } from '../harness/json.js';
-import type { CheckDef } from '../suites/model.js';
+import type { CheckDef } from '../suites/engine/model.js';
 import { globMatcher, UsageError } from './config.js';
 import type { GradedResult, GradedStatus } from './grade.js';
 

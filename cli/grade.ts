@@ -1,5 +1,5 @@
-import type { CheckResult, Status } from '../suites/model.js';
-import type { RunReport } from '../suites/runner.js';
+import type { CheckResult, Status } from '../suites/engine/model.js';
+import type { RunReport } from '../suites/engine/runner.js';
 
 /**
  * A status as the reports show it. The suites decide `Status` (pass, fail, skip, error: a finding

@@ -1,5 +1,5 @@
-import type { Hint } from '../suites/model.js';
-import type { RunReport } from '../suites/runner.js';
+import type { Hint } from '../suites/engine/model.js';
+import type { RunReport } from '../suites/engine/runner.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import type { GradedReport } from './grade.js';
 import { adapterDescription } from './reporters/index.js';

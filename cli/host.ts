@@ -1,7 +1,7 @@
 import type { Transport } from '../harness/codex-wire.js';
 import { hostProgram, HostNotFound } from '../harness/host-mode/host-program.js';
 import { POLICY_CHANGES } from '../harness/host-mode/drive.js';
-import { hostCheckDefs, hostTransportsOf, runHostChecks } from '../suites/host.js';
+import { hostCheckDefs, hostTransportsOf, runHostChecks } from '../suites/host/index.js';
 import { parseEnvPairs, UsageError } from './config.js';
 import { EXIT } from './exit-codes.js';
 import { createProgress } from './progress.js';

@@ -7,9 +7,9 @@ import { packageRoot } from '../harness/paths.js';
 import { cleanUpEverythingNow } from '../harness/process-group.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
-import { EXPLORE_DEFAULTS } from '../suites/explore.js';
-import type { ExploreOptions } from '../suites/model.js';
-import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/runner.js';
+import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
+import type { ExploreOptions } from '../suites/engine/model.js';
+import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/engine/runner.js';
 import {
   assertDirectory,
   loadConfig,
@@ -188,7 +188,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'host') return (await import('./host.js')).hostCommand(argv.slice(1), version);
   if (argv[0] === 'list') {
     // Server checks first, then the host subcommand's; globs (`list 'host/*'`) keep the checks whose id matches one.
-    const { hostCheckDefs, hostTransportsOf } = await import('../suites/host.js');
+    const { hostCheckDefs, hostTransportsOf } = await import('../suites/host/index.js');
     const patterns = argv.slice(1);
     const matches = patterns.length ? globMatcher(patterns) : () => true;
     const listed = [...allChecks, ...hostCheckDefs].filter((c) => matches(c.id));
@@ -198,7 +198,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (argv[0] === 'explain') {
     const id = argv[1];
-    const checks = [...allChecks, ...(await import('../suites/host.js')).hostCheckDefs];
+    const checks = [...allChecks, ...(await import('../suites/host/index.js')).hostCheckDefs];
     const check = checks.find((c) => c.id === id);
     // A rule ID (LAUNCH-1, EXEC-1, ...) explains every check that hangs under it.
     const underRule = id ? checks.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];

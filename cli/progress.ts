@@ -1,4 +1,4 @@
-import type { ProgressEvent } from '../suites/runner.js';
+import type { ProgressEvent } from '../suites/engine/runner.js';
 
 /**
  * The live progress line on a terminal: `[done/total] elapsed  running: <scenarios in flight>`,

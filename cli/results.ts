@@ -4,8 +4,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { ChalkInstance } from 'chalk';
 import type { Argv } from 'yargs';
-import { scenarioKey, type CheckDef } from '../suites/model.js';
-import type { RunReport } from '../suites/runner.js';
+import { scenarioKey, type CheckDef } from '../suites/engine/model.js';
+import type { RunReport } from '../suites/engine/runner.js';
 import {
   applyBaseline,
   entryForFailure,

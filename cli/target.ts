@@ -4,7 +4,7 @@ import { UsageError } from './config.js';
 import { resolve } from 'node:path';
 import { isObject } from '../harness/json.js';
 import type { StdioTarget } from '../harness/target.js';
-import type { RunReport } from '../suites/runner.js';
+import type { RunReport } from '../suites/engine/runner.js';
 
 /** Why the target cannot even be started: exit code 4. */
 export class TargetNotFound extends Error {}

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Transport } from '../harness/codex-wire.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
-import { scenarioKey, type ScenarioRecord } from '../suites/model.js';
+import { scenarioKey, type ScenarioRecord } from '../suites/engine/model.js';
 import { defuseWorkflowCommands, jsonSafe, neutralize, neutralizeMultiline, redact, REDACTED, SECRET_NAME } from './sanitize.js';
 
 /**

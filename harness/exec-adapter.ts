@@ -1,6 +1,6 @@
 import { shellQuote } from './observers.js';
 import { isObject } from './json.js';
-import type { RawOutcome } from './host-session.js';
+import type { RawOutcome } from './codex-session.js';
 
 /** How to ask the target to run a command: a tool and an arguments template. */
 export interface ExecAdapter {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { ConnectionFailure } from './host-session.js';
+import { ConnectionFailure } from './codex-session.js';
 import { assertNotAborted, containedLaunch, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
 import type { Transcript } from './transcript.js';
 

@@ -1,6 +1,6 @@
 import { delimiter } from 'node:path';
 import type { ConnectionPurpose, Transport as TransportKind } from './codex-wire.js';
-import { HostSession, TargetStartError, type Handshake } from './host-session.js';
+import { CodexSession, TargetStartError, type Handshake } from './codex-session.js';
 import { CodexHttpTransport, startHttpCommand, type StartedHttpServer } from './http-target.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, ProcessGroupStdioTransport, type StdioTargetSpec } from './stdio-transport.js';
 import { RecordingTransport, Transcript } from './transcript.js';
@@ -25,7 +25,7 @@ export type HttpTarget =
 export type Target = StdioTarget | HttpTarget;
 
 export interface Connection {
-  session: HostSession;
+  session: CodexSession;
   handshake: Handshake;
   transcript: Transcript;
   transport: TransportKind;
@@ -46,7 +46,7 @@ export async function connect(target: Target, pathTrapDir: string, startupTimeou
   return target.kind === 'stdio' ? connectStdio(target, pathTrapDir, startupTimeoutMs, purpose) : connectHttp(target, pathTrapDir, startupTimeoutMs, purpose);
 }
 
-async function handshakeOrThrow(session: HostSession, transcript: Transcript, startupTimeoutMs: number, cleanup: () => Promise<void>) {
+async function handshakeOrThrow(session: CodexSession, transcript: Transcript, startupTimeoutMs: number, cleanup: () => Promise<void>) {
   try {
     return await session.handshake(startupTimeoutMs);
   } catch (error) {
@@ -70,7 +70,7 @@ async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTim
     const exit = stdio.exitInfo;
     return exit ? `server exited (${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`})` : 'server closed its stdout';
   };
-  const session = new HostSession(new RecordingTransport(stdio, transcript), transcript, 'stdio', describeExit, purpose);
+  const session = new CodexSession(new RecordingTransport(stdio, transcript), transcript, 'stdio', describeExit, purpose);
   try {
     await session.start();
   } catch (error) {
@@ -94,7 +94,7 @@ async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeo
     }
   }
   const http = await CodexHttpTransport.create(server?.url ?? (target as { url: string }).url);
-  const session = new HostSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${http.url} closed`, purpose);
+  const session = new CodexSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${http.url} closed`, purpose);
   const close = async () => {
     await http.terminateSession().catch(() => undefined);
     await session.close();

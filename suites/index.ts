@@ -1,15 +1,15 @@
-import { aliasScenarios } from './aliases.js';
-import { authorityScenarios } from './authority.js';
-import { capabilityScenario } from './capability.js';
-import { catalogScenario, inventoryScenario } from './catalog.js';
-import { enforcementScenarios } from './enforcement.js';
-import { codexCallScenario } from './forwarding.js';
-import { launcherScenarios } from './launcher.js';
-import { executionScenarios } from './execution.js';
-import { exploreScenario } from './explore.js';
-import type { CheckDef, Scenario } from './model.js';
-import { resourceScenario } from './resources.js';
-import { transportScenarios } from './transport.js';
+import { aliasScenarios } from './server/aliases.js';
+import { authorityScenarios } from './server/authority.js';
+import { capabilityScenario } from './server/capability.js';
+import { catalogScenario, inventoryScenario } from './server/catalog.js';
+import { enforcementScenarios } from './server/enforcement.js';
+import { codexCallScenario } from './server/forwarding.js';
+import { launcherScenarios } from './server/launcher.js';
+import { executionScenarios } from './server/execution.js';
+import { exploreScenario } from './server/explore.js';
+import type { CheckDef, Scenario } from './engine/model.js';
+import { resourceScenario } from './server/resources.js';
+import { transportScenarios } from './server/transport.js';
 
 /** Every scenario, in report order. */
 export const allScenarios: Scenario[] = [

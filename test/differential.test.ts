@@ -30,12 +30,12 @@ import {
 } from '../harness/host-mode/recording.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { connect, type Target } from '../harness/target.js';
-import { sandboxOptIn } from '../suites/runner.js';
+import { sandboxOptIn } from '../suites/engine/runner.js';
 import { realCodexOrFail } from './fixtures/requirements.js';
 
 /**
  * Differential test: the same recording server (fixtures/servers/recording.mjs) watches real
- * Codex and the suite's own fake host (harness/target.ts connect + HostSession, codex-wire.ts
+ * Codex and the suite's own fake host (harness/target.ts connect + CodexSession, codex-wire.ts
  * states), and compareCaptures() lists every difference in what they sent:
  *  - `codex exec` with a scripted model: two calls to an opted-in server, one to a server that did
  *    not opt in; over stdio and Streamable HTTP under workspace-write, and over stdio under each
@@ -122,7 +122,7 @@ async function fakeCalls(
 
 async function captureFakeExec(transport: Transport, profile: StateProfile): Promise<ExecCaptures> {
   const dirs = fakeDirs(key(transport, profile));
-  // As the runner builds it (suites/runner.ts), with the same Codex executable the real run had.
+  // As the runner builds it (suites/engine/runner.ts), with the same Codex executable the real run had.
   const state = codexState(profile, dirs.workspace, { linuxSandboxExe: codexPath });
   const paths = { workspace: dirs.workspace, codex: codexPath };
   return {

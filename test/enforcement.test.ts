@@ -6,8 +6,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { allScenarios } from '../suites/index.js';
-import type { CheckResult } from '../suites/model.js';
-import { runSuite, type RunPlan, type RunReport } from '../suites/runner.js';
+import type { CheckResult } from '../suites/engine/model.js';
+import { runSuite, type RunPlan, type RunReport } from '../suites/engine/runner.js';
 import { mutantsServer, nodePlan, referenceServer, referenceSource, transcriptOf } from './helpers.js';
 import { realCodexOrFail } from './fixtures/requirements.js';
 

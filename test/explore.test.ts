@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/explore.js';
+import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/server/explore.js';
 import type { GradedResult } from '../cli/grade.js';
 import { mutantsServer, referenceServer, runAgainst } from './helpers.js';
 import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseJunit, type TestCase } from 'junit2json';
 import { afterAll, describe, expect, test } from 'vitest';
-import { hostCheckDefs } from '../suites/host.js';
+import { hostCheckDefs } from '../suites/host/index.js';
 import { root } from './helpers.js';
 import { reportValidator } from './fixtures/report-validator.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';

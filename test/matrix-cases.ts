@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { mutants, type Findings } from '../fixtures/servers/mutants.mjs';
 import type { GradedResult, GradedStatus } from '../cli/grade.js';
-import type { RunPlan } from '../suites/runner.js';
+import type { RunPlan } from '../suites/engine/runner.js';
 import { idsWith, mutantsServer, runAgainst, type PlanVariant } from './helpers.js';
 
 /**

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
-import { sequencesHoldContract } from '../suites/explore.js';
+import { sequencesHoldContract } from '../suites/server/explore.js';
 import { matrix, mutantCases, ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 
 // The self-test: the reference passes every check (test/cli.test.ts runs it as a default run, from

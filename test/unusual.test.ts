@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
-import { EXPLORE_DEFAULTS } from '../suites/explore.js';
+import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import { allScenarios } from '../suites/index.js';
-import { runSuite } from '../suites/runner.js';
+import { runSuite } from '../suites/engine/runner.js';
 import { nodePlan, root } from './helpers.js';
 import { bundled } from './fixtures/bundles.js';
 

@@ -5,8 +5,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CANARY, resourceReadMeta } from '../harness/codex-wire.js';
 import { withoutCanaries } from '../harness/host-mode/differential.js';
 import { allScenarios } from '../suites/index.js';
-import { DEFAULT_CALLER_META } from '../suites/resources.js';
-import { runSuite } from '../suites/runner.js';
+import { DEFAULT_CALLER_META } from '../suites/server/resources.js';
+import { runSuite } from '../suites/engine/runner.js';
 import { nodePlan, referenceServer, root, transcriptOf } from './helpers.js';
 
 /** What real Codex 0.171.0 sent (vendored from shared/reference/codex-wire.json). */

@@ -1,4 +1,4 @@
-import type { CheckDef } from '../../suites/model.js';
+import type { CheckDef } from '../../suites/engine/model.js';
 
 const NEED_TEXT: Record<string, string> = {
   exec: 'exec tool',

@@ -1,4 +1,4 @@
-import type { Counterexample } from '../../suites/model.js';
+import type { Counterexample } from '../../suites/engine/model.js';
 
 /** An exploration's minimal failing sequence as plain lines (every reporter shows the same story). */
 export function counterexampleLines(ce: Counterexample): string[] {

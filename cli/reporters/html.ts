@@ -1,7 +1,7 @@
 import type { GradedStatus } from '../grade.js';
 import type { ReportedResult } from '../baseline.js';
 import { jsonSafe, neutralizeMultiline } from '../sanitize.js';
-import { scenarioKey } from '../../suites/model.js';
+import { scenarioKey } from '../../suites/engine/model.js';
 import { formatTranscript } from '../transcripts.js';
 import { counterexampleLines } from './counterexample.js';
 import { blockedNote, summaryLine, tally } from './human.js';

@@ -1,5 +1,5 @@
 import { Chalk, type ChalkInstance } from 'chalk';
-import type { CheckDef } from '../../suites/model.js';
+import type { CheckDef } from '../../suites/engine/model.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import type { GradedReport, GradedResult, GradedStatus } from '../grade.js';
 import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';

@@ -1,7 +1,7 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import { scenarioFinder, scenarioKey, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/model.js';
-import type { RunReport } from '../../suites/runner.js';
+import { scenarioFinder, scenarioKey, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/engine/model.js';
+import type { RunReport } from '../../suites/engine/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
 import { UsageError } from '../config.js';
 import type { GradedStatus } from '../grade.js';

@@ -1,5 +1,5 @@
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import type { Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/model.js';
+import type { Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/engine/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import type { GradedStatus } from '../grade.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';

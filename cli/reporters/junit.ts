@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
-import type { ScenarioRecord } from '../../suites/model.js';
+import type { ScenarioRecord } from '../../suites/engine/model.js';
 import { areaOf, asText, CONTRACT, hasBothTransports, scenarioOf, transcriptFileOf, truncate, type ReportData } from './index.js';
 import type { ReportedResult } from '../baseline.js';
 import { blockedNote } from './human.js';

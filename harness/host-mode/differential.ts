@@ -5,7 +5,7 @@ import { isObject } from '../json.js';
 
 /**
  * Compares what two hosts sent to the same recording server: real Codex and the suite's fake
- * host (harness/host-session.ts + codex-wire.ts). Used by test/differential.test.ts; the fake
+ * host (harness/codex-session.ts + codex-wire.ts). Used by test/differential.test.ts; the fake
  * host is only as good as its likeness to Codex on the wire, and this is where that is measured.
  *
  * Compared, per capture (one transport, one server, one sandbox profile), by COMPARISONS:

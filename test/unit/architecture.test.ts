@@ -5,7 +5,7 @@ import { packageRoot } from '../../harness/paths.js';
 
 // The layers: cli/ parses and reports, suites/ decides, harness/ speaks and observes. Imports run
 // one way (cli -> suites -> harness), and only cli/ knows the CLI's flags: below it, what a user
-// can do about a verdict is a code (suites/model.ts Hint) that cli/hints.ts words.
+// can do about a verdict is a code (suites/engine/model.ts Hint) that cli/hints.ts words.
 const root = packageRoot();
 const sources = (dir: string): string[] =>
   readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) =>

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { hostCheckDefs } from '../../suites/host.js';
+import { hostCheckDefs } from '../../suites/host/index.js';
 import { allChecks } from '../../suites/index.js';
-import { RULES } from '../../suites/model.js';
+import { RULES } from '../../suites/engine/model.js';
 import { root } from '../helpers.js';
 
 const contract = readFileSync(join(root, 'CONTRACT.md'), 'utf8');

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { adapterRejection, argumentsFromSchema, readSessionId, renderArguments, resolveExecAdapter, usesShellString } from '../../harness/exec-adapter.js';
 import { hintText } from '../../cli/hints.js';
 import { adapterDescription } from '../../cli/reporters/index.js';
-import type { RawOutcome } from '../../harness/host-session.js';
+import type { RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote } from '../../harness/observers.js';
 
 const tool = (name: string, properties: Record<string, unknown>, required?: string[]) => ({

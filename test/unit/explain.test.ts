@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { renderExplain } from '../../cli/reporters/catalog.js';
-import { hostCheckDefs } from '../../suites/host.js';
+import { hostCheckDefs } from '../../suites/host/index.js';
 import { allChecks } from '../../suites/index.js';
 
 describe('explain: what the suite observes', () => {

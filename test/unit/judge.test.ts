@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { parseLaunchArgv, structuralDiff } from '../../suites/judge.js';
+import { parseLaunchArgv, structuralDiff } from '../../suites/engine/judge.js';
 
 describe('launcher argv shape (FWD-1)', () => {
   test('the canonical shape, with the allowed extra flags', () => {

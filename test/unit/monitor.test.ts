@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { SandboxEntries, Transport } from '../../harness/codex-wire.js';
 import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../../harness/observers.js';
-import { authorityOf, monitor, type CanonicalChecks, type Expectation, type Finding, type MonitoredCall } from '../../suites/monitor.js';
+import { authorityOf, monitor, type CanonicalChecks, type Expectation, type Finding, type MonitoredCall } from '../../suites/engine/monitor.js';
 
 /*
  * The sandbox monitor on synthetic observation logs: no processes, no files. Launcher paths are

@@ -2,17 +2,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { chmod, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { codexSandboxEntries, codexState, STATE_KEY, STATE_KEY_DEPRECATED, type ConnectionPurpose } from '../harness/codex-wire.js';
-import { adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../harness/exec-adapter.js';
-import type { SandboxEntries } from '../harness/codex-wire.js';
-import { TargetStartError } from '../harness/host-session.js';
-import { ScenarioObservers, type Observations } from '../harness/observers.js';
-import { containment, ProcessScope, sweepMarked, trackRunMarker, trackTempDir, type Containment } from '../harness/process-group.js';
-import { oversizedMessages } from '../harness/stdio-transport.js';
-import { connect, type Connection, type HttpTarget, type StdioTarget } from '../harness/target.js';
-import type { Transport } from '../harness/codex-wire.js';
-import type { HostTarget } from '../harness/host-mode/drive.js';
-import type { TranscriptEntry } from '../harness/transcript.js';
+import { codexSandboxEntries, codexState, STATE_KEY, STATE_KEY_DEPRECATED, type ConnectionPurpose } from '../../harness/codex-wire.js';
+import { adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import type { SandboxEntries } from '../../harness/codex-wire.js';
+import { TargetStartError } from '../../harness/codex-session.js';
+import { ScenarioObservers, type Observations } from '../../harness/observers.js';
+import { containment, ProcessScope, sweepMarked, trackRunMarker, trackTempDir, type Containment } from '../../harness/process-group.js';
+import { oversizedMessages } from '../../harness/stdio-transport.js';
+import { connect, type Connection, type HttpTarget, type StdioTarget } from '../../harness/target.js';
+import type { Transport } from '../../harness/codex-wire.js';
+import type { HostTarget } from '../../harness/host-mode/drive.js';
+import type { TranscriptEntry } from '../../harness/transcript.js';
 import {
   couldNotRun,
   notApplicable,
@@ -33,14 +33,14 @@ import {
   type ScenarioContext,
   type Verdict,
 } from './model.js';
-import { isObject } from '../harness/json.js';
-import type { RawOutcome } from '../harness/host-session.js';
+import { isObject } from '../../harness/json.js';
+import type { RawOutcome } from '../../harness/codex-session.js';
 import { authorityOf, monitor, type CanonicalChecks, type Finding, type MonitoredCall } from './monitor.js';
-import { argvShape, fidelity, stateUnchanged } from './forwarding.js';
-import { runsGivenExecutable } from './launcher.js';
-import { concurrentCalls, stateFollowsCall } from './authority.js';
-import { executesInsideLaunch } from './execution.js';
-import { httpFailsClosed } from './transport.js';
+import { argvShape, fidelity, stateUnchanged } from '../server/forwarding.js';
+import { runsGivenExecutable } from '../server/launcher.js';
+import { concurrentCalls, stateFollowsCall } from '../server/authority.js';
+import { executesInsideLaunch } from '../server/execution.js';
+import { httpFailsClosed } from '../server/transport.js';
 import { runPool } from './pool.js';
 
 /** Where the monitor charges findings that are not about their call's own purpose. */

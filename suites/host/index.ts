@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { LAUNCHER_KEY, SANDBOX_META_KEYS, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../harness/codex-wire.js';
+import { LAUNCHER_KEY, SANDBOX_META_KEYS, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../../harness/codex-wire.js';
 import {
   APP_INPUTS,
   POLICY_CHANGES,
@@ -13,14 +13,24 @@ import {
   type AppStep,
   type ExecObservation,
   type HostTarget,
-} from '../harness/host-mode/drive.js';
-import { PROBE_ARGS } from '../harness/host-mode/probe.js';
-import { withMethod, type RecordedMessage } from '../harness/host-mode/recording.js';
-import type { TranscriptEntry } from '../harness/transcript.js';
-import { isObject } from '../harness/json.js';
-import { keyOrderDifferences, structuralDiff } from './judge.js';
-import { couldNotRun, fail, notApplicable, pass, type CheckDef, type HostDriveContext, type HostDriven, type HostScenario, type Verdict } from './model.js';
-import { runSuite, type RunPlan, type RunReport } from './runner.js';
+} from '../../harness/host-mode/drive.js';
+import { PROBE_ARGS } from '../../harness/host-mode/probe.js';
+import { withMethod, type RecordedMessage } from '../../harness/host-mode/recording.js';
+import type { TranscriptEntry } from '../../harness/transcript.js';
+import { isObject } from '../../harness/json.js';
+import { keyOrderDifferences, structuralDiff } from '../engine/judge.js';
+import {
+  couldNotRun,
+  fail,
+  notApplicable,
+  pass,
+  type CheckDef,
+  type HostDriveContext,
+  type HostDriven,
+  type HostScenario,
+  type Verdict,
+} from '../engine/model.js';
+import { runSuite, type RunPlan, type RunReport } from '../engine/runner.js';
 
 /**
  * Host mode: the mirror image of the suite. A recording MCP server watches a host (real Codex, or

@@ -1,8 +1,8 @@
-import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
+import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { pathToFileURL } from 'node:url';
-import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf } from './judge.js';
-import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
-import type { SandboxEntries } from '../harness/codex-wire.js';
+import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf } from '../engine/judge.js';
+import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from '../engine/model.js';
+import type { SandboxEntries } from '../../harness/codex-wire.js';
 
 const aliasCheck = (id: string, title: string, variant: string): CheckDef => ({
   id,

@@ -1,10 +1,10 @@
-import type { ConnectionPurpose, SandboxEntries, Transport } from '../harness/codex-wire.js';
-import type { ExecAdapter, SessionAdapter } from '../harness/exec-adapter.js';
-import type { Connection } from '../harness/target.js';
-import type { HostTarget } from '../harness/host-mode/drive.js';
-import type { Handshake, HostSession, RawOutcome } from '../harness/host-session.js';
-import type { Observations, ScenarioObservers } from '../harness/observers.js';
-import type { TranscriptEntry } from '../harness/transcript.js';
+import type { ConnectionPurpose, SandboxEntries, Transport } from '../../harness/codex-wire.js';
+import type { ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import type { Connection } from '../../harness/target.js';
+import type { HostTarget } from '../../harness/host-mode/drive.js';
+import type { Handshake, CodexSession, RawOutcome } from '../../harness/codex-session.js';
+import type { Observations, ScenarioObservers } from '../../harness/observers.js';
+import type { TranscriptEntry } from '../../harness/transcript.js';
 import type { Expectation, Finding, MonitoredCall } from './monitor.js';
 
 export type Level = 'MUST' | 'SHOULD' | 'INFO';
@@ -206,7 +206,7 @@ export interface RunOptions {
 export interface ScenarioContext {
   readonly options: RunOptions;
   readonly transport: Transport;
-  readonly session: HostSession;
+  readonly session: CodexSession;
   readonly handshake: Handshake;
   readonly observers: ScenarioObservers;
   /** The exec adapter; absent when the target has none (checks needing it are skipped first). */
@@ -318,7 +318,7 @@ export interface Scenario extends ScenarioBase {
 }
 
 /**
- * A scenario of host mode (suites/host.ts): no server is started; it drives the plan's host
+ * A scenario of host mode (suites/host/index.ts): no server is started; it drives the plan's host
  * (RunPlan.host) against recording servers and judges what they saw. The runner gives it the same
  * jobs, timeouts, progress, results and cleanup as a server scenario.
  */

@@ -1,4 +1,4 @@
-import { LAUNCHER_KEY } from '../harness/codex-wire.js';
+import { LAUNCHER_KEY } from '../../harness/codex-wire.js';
 import { bothKeys } from './aliases.js';
 import {
   controlFacts,
@@ -10,10 +10,10 @@ import {
   stateInArgv,
   structuralDiff,
   summarizeOutcome,
-} from './judge.js';
+} from '../engine/judge.js';
 import { runsGivenExecutable } from './launcher.js';
-import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict } from './model.js';
-import type { Observations } from '../harness/observers.js';
+import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict } from '../engine/model.js';
+import type { Observations } from '../../harness/observers.js';
 
 export const argvShape: CheckDef = {
   id: 'forwarding/argv-shape',
@@ -62,7 +62,7 @@ export const fidelity: CheckDef = {
 
 /**
  * The control call's own launch decides whether there is anything to judge; what is wrong with
- * it, and with every other launch of the run, is the sandbox monitor's finding (suites/monitor.ts),
+ * it, and with every other launch of the run, is the sandbox monitor's finding (suites/engine/monitor.ts),
  * charged to these same checks. So each verdict here is: could not run, or pass pending the monitor.
  */
 function judgeArgv(probe: ExecProbe, observations: Observations): Verdict {

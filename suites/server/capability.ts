@@ -1,6 +1,6 @@
-import { STATE_KEY, STATE_KEY_DEPRECATED } from '../harness/codex-wire.js';
-import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
-import { isObject } from '../harness/json.js';
+import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
+import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from '../engine/model.js';
+import { isObject } from '../../harness/json.js';
 
 const SOURCE = 'CONTRACT.md §1 and §3 (CAP-1, CAP-2)';
 

@@ -2,15 +2,15 @@ import * as fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
-import { codexState, STATE_PROFILES, type SandboxEntries, type StateProfile } from '../harness/codex-wire.js';
-import { readSessionId, renderArguments, type SessionAdapter } from '../harness/exec-adapter.js';
-import { describeOutcome, isRefusal, type RawOutcome } from '../harness/host-session.js';
-import { shellQuote, type Observations } from '../harness/observers.js';
-import { isObject } from '../harness/json.js';
+import { codexState, STATE_PROFILES, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
+import { readSessionId, renderArguments, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex-session.js';
+import { shellQuote, type Observations } from '../../harness/observers.js';
+import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority, concurrentCalls, concurrentSameWorkspace, stateFollowsCall } from './authority.js';
 import { commandShapes, executesInsideLaunch } from './execution.js';
 import { argvShape, fidelity, stateUnchanged } from './forwarding.js';
-import { carriesNonce, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from './judge.js';
+import { carriesNonce, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import { absentFailsClosed, brokenSandbox, failsClosedAfterSuccess, runsGivenExecutable } from './launcher.js';
 import {
   couldNotRun,
@@ -26,8 +26,8 @@ import {
   type Scenario,
   type ScenarioContext,
   type Verdict,
-} from './model.js';
-import type { Finding, MonitoredCall } from './monitor.js';
+} from '../engine/model.js';
+import type { Finding, MonitoredCall } from '../engine/monitor.js';
 import { httpFailsClosed } from './transport.js';
 
 /**

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
-import { summarizeOutcome } from './judge.js';
-import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
-import type { RawOutcome } from '../harness/host-session.js';
-import { isObject } from '../harness/json.js';
+import { summarizeOutcome } from '../engine/judge.js';
+import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from '../engine/model.js';
+import type { RawOutcome } from '../../harness/codex-session.js';
+import { isObject } from '../../harness/json.js';
 
 /** The caller `_meta` the suite reads with unless the config names one (it passes Codex's HOST-3 rule). */
 export const DEFAULT_CALLER_META = { 'x-conformance-caller': { purpose: 'RES-1', note: 'caller metadata Codex forwards verbatim' } };

@@ -1,8 +1,18 @@
-import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../harness/codex-wire.js';
+import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../../harness/codex-wire.js';
 import { join } from 'node:path';
-import { isRefusal } from '../harness/host-session.js';
-import { judgeFailClosed, launchesOf, launchOf, summarizeOutcome, waitForControl } from './judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { isRefusal } from '../../harness/codex-session.js';
+import { judgeFailClosed, launchesOf, launchOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import {
+  couldNotRun,
+  fail,
+  pass,
+  singleCheckScenario,
+  type CheckDef,
+  type ExecProbe,
+  type Scenario,
+  type ScenarioContext,
+  type Verdict,
+} from '../engine/model.js';
 
 export const runsGivenExecutable: CheckDef = {
   id: 'launcher/runs-given-executable',

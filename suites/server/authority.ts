@@ -1,10 +1,10 @@
-import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../harness/codex-wire.js';
-import { readSessionId, renderArguments } from '../harness/exec-adapter.js';
-import { isRefusal, type RawOutcome } from '../harness/host-session.js';
-import { shellQuote, type Observations } from '../harness/observers.js';
-import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from './judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
-import { isObject } from '../harness/json.js';
+import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
+import { readSessionId, renderArguments } from '../../harness/exec-adapter.js';
+import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
+import { shellQuote, type Observations } from '../../harness/observers.js';
+import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from '../engine/model.js';
+import { isObject } from '../../harness/json.js';
 
 export const argumentsNotAuthority: CheckDef = {
   id: 'authority/arguments-are-not-authority',

@@ -1,5 +1,5 @@
-import { judgeFailClosed, summarizeOutcome } from './judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario } from './model.js';
+import { judgeFailClosed, summarizeOutcome } from '../engine/judge.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario } from '../engine/model.js';
 
 export const httpFailsClosed: CheckDef = {
   id: 'transport/http-fails-closed',

@@ -1,8 +1,8 @@
-import { TargetStartError, type HostSession, type RawOutcome } from '../harness/host-session.js';
-import type { Connection } from '../harness/target.js';
-import { structuralDiff, summarizeOutcome } from './judge.js';
-import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from './model.js';
-import { isObject } from '../harness/json.js';
+import { TargetStartError, type CodexSession, type RawOutcome } from '../../harness/codex-session.js';
+import type { Connection } from '../../harness/target.js';
+import { structuralDiff, summarizeOutcome } from '../engine/judge.js';
+import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from '../engine/model.js';
+import { isObject } from '../../harness/json.js';
 
 const CACHE_KEY = 'codex/tool-catalog-cache';
 
@@ -82,7 +82,7 @@ const DEFAULT_CONCURRENT_STARTUPS = 3;
 const MAX_PAGES = 100;
 
 /** Every tool of a second tools/list, following nextCursor like the handshake; or the page that failed. */
-async function listAllTools(session: HostSession, timeoutMs: number): Promise<{ tools: unknown[] } | { failed: RawOutcome | string }> {
+async function listAllTools(session: CodexSession, timeoutMs: number): Promise<{ tools: unknown[] } | { failed: RawOutcome | string }> {
   const tools: unknown[] = [];
   let cursor: unknown;
   for (let page = 0; page < MAX_PAGES; page++) {

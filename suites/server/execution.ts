@@ -1,7 +1,7 @@
-import { isRefusal } from '../harness/host-session.js';
-import { shellQuote } from '../harness/observers.js';
-import { probeRunsOf, summarizeOutcome, waitForControl } from './judge.js';
-import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type ProbeOptions, type ScenarioContext } from './model.js';
+import { isRefusal } from '../../harness/codex-session.js';
+import { shellQuote } from '../../harness/observers.js';
+import { probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type ProbeOptions, type ScenarioContext } from '../engine/model.js';
 
 export const executesInsideLaunch: CheckDef = {
   id: 'execution/inside-launch',

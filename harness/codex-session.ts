@@ -89,7 +89,7 @@ const excerpt = (value: unknown, max = 120): string => {
  * initialize, progress tokens, `_meta` layout) instead of using the SDK Client, which would
  * request another protocol version and validate away the malformed replies we must report.
  */
-export class HostSession {
+export class CodexSession {
   private nextId = 0;
   private nextProgressToken = 0;
   private nextCall = 1;

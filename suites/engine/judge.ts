@@ -1,8 +1,8 @@
 import diff from 'microdiff';
-import { isRefusal, type RawOutcome } from '../harness/host-session.js';
-import type { Launch, Observations } from '../harness/observers.js';
+import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
+import type { Launch, Observations } from '../../harness/observers.js';
 import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Verdict } from './model.js';
-import { isObject } from '../harness/json.js';
+import { isObject } from '../../harness/json.js';
 
 /** A short, readable account of a tools/call outcome for expected/actual. */
 export function summarizeOutcome(outcome: RawOutcome): unknown {

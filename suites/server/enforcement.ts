@@ -2,13 +2,23 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderArguments, usesShellString } from '../harness/exec-adapter.js';
-import type { RawOutcome } from '../harness/host-session.js';
-import type { EnforcementRun } from '../harness/observers.js';
-import { makeOutsideDir, scratchBaseOutsideTmp } from '../harness/real-codex.js';
-import { launchesOf, stateInArgv, summarizeOutcome } from './judge.js';
-import { couldNotRun, fail, notApplicable, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
-import { isObject } from '../harness/json.js';
+import { renderArguments, usesShellString } from '../../harness/exec-adapter.js';
+import type { RawOutcome } from '../../harness/codex-session.js';
+import type { EnforcementRun } from '../../harness/observers.js';
+import { makeOutsideDir, scratchBaseOutsideTmp } from '../../harness/real-codex.js';
+import { launchesOf, stateInArgv, summarizeOutcome } from '../engine/judge.js';
+import {
+  couldNotRun,
+  fail,
+  notApplicable,
+  pass,
+  singleCheckScenario,
+  type CheckDef,
+  type Scenario,
+  type ScenarioContext,
+  type Verdict,
+} from '../engine/model.js';
+import { isObject } from '../../harness/json.js';
 
 /**
  * The enforcement tier (`--codex PATH`): the fake launcher still records every launch, then hands
