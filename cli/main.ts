@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
-import { cleanUpEverythingNow } from '../harness/process-group.js';
+import { cleanUpEverythingNow, containment } from '../harness/process-group.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
@@ -306,6 +306,8 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     progress.stop();
   }
+  // How the run made sure nothing it started outlives it: the harness's, for the header.
+  report.containment = containment();
   const unknownTool = args['exec-tool'] !== undefined ? unlistedExecTool(args['exec-tool'], report) : undefined;
   if (unknownTool) throw new UsageError(unknownTool);
   const targetText = [command.join(' '), args.url ?? args['http-command'] ?? ''].filter(Boolean).join(' + HTTP: ');

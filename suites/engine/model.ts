@@ -5,9 +5,60 @@ import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Handshake, CodexSession, RawOutcome } from '../../harness/codex-session.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { TranscriptEntry } from '../../harness/transcript.js';
-import type { Expectation, Finding, MonitoredCall } from './monitor.js';
 
 export type Level = 'MUST' | 'SHOULD' | 'INFO';
+
+/** What a call carried, as a conforming server must read it. */
+export type Authority = { kind: 'valid'; codexExecutable: string; state: Record<string, unknown> } | { kind: 'none'; why: string };
+
+/**
+ * What a call permits: `run` (launches of its authority, executions inside them), `refuse`
+ * (nothing launched, nothing executed), `attempt` (a launch of its authority may be tried, but the
+ * command must never execute: the launcher cannot set up a sandbox).
+ */
+export type Expectation = 'run' | 'refuse' | 'attempt';
+
+export interface MonitoredCall {
+  /** Position in its scenario, from 1. */
+  index: number;
+  scenario: string;
+  transport: Transport;
+  /** The check this call was made for: findings that are about its purpose are charged to it. */
+  check: string;
+  /** Ties executions to the call; calls that repeat another's arguments share its nonce. */
+  nonce?: string;
+  tool: string;
+  /** For an argv tool: the argv asked for, which must follow `--` exactly when launched directly. */
+  argv?: string[];
+  sent: SandboxEntries;
+  authority: Authority;
+  expect: Expectation;
+  /** Sent while other calls of the scenario were in flight (a state mix-up is then AUTH-3's). */
+  concurrent?: boolean;
+  /**
+   * Values the suite put where only a wrong reading would take them (the deprecated key in a
+   * conflict, a state in the arguments): a forwarded state that carries one of `markers` (JSON
+   * text) is charged to `check`; any other difference stays FWD-2's.
+   */
+  decoy?: { check: string; markers: string[] };
+  /** The check a launch under another call's authority is charged to (default AUTH-2's or AUTH-3's). */
+  authorityCheck?: string;
+  outcome?: RawOutcome;
+}
+
+export interface Finding {
+  /** The check it is charged to (its rule and level decide what the finding costs). */
+  check: CheckDef;
+  /** Charged to a rule-level check; the call's own check is the fallback when that one is not reported. */
+  fallback?: CheckDef;
+  scenario: string;
+  transport: Transport;
+  call?: number;
+  message: string;
+  expected?: unknown;
+  actual?: unknown;
+  diff?: string[];
+}
 
 /** Every rule of CONTRACT.md (§3 for servers, §4 for hosts), by its stable ID. */
 export const RULES = [
@@ -64,7 +115,26 @@ export interface CheckDef {
   typicalMistake: string;
   fix: string;
   needs: Need[];
+  /**
+   * The sandbox monitor charges its findings of this kind to this check whatever call they came
+   * from (MonitorRole); one check per role in a run.
+   */
+  monitors?: MonitorRole;
 }
+
+/**
+ * The kinds of finding the sandbox monitor charges to a rule-level check rather than to the
+ * check the call was made for.
+ */
+export type MonitorRole =
+  | 'exec' // EXEC-1: an execution outside any launch
+  | 'launcher' // LAUNCH-1: another executable ran
+  | 'argv-shape' // FWD-1
+  | 'state-unchanged' // FWD-2
+  | 'fidelity' // FWD-3
+  | 'stale-authority' // AUTH-2: an earlier call's authority used
+  | 'concurrent-authority' // AUTH-3: a concurrent call's authority used
+  | 'http'; // HTTP-1: anything that ran for a call over HTTP
 
 /** What a scenario decides about one check. */
 export type Verdict =

@@ -5,6 +5,8 @@ import { STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries, type Transport } 
 import type { RawOutcome } from '../../harness/codex-session.js';
 import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
+import type { CheckIndex } from './checks.js';
+import type { Authority, Finding, MonitoredCall, MonitorRole } from './model.js';
 import { carriesNonce, keyOrderDifferences, parseLaunchArgv, parseJson, structuralDiff, summarizeOutcome } from './judge.js';
 
 /**
@@ -15,70 +17,6 @@ import { carriesNonce, keyOrderDifferences, parseLaunchArgv, parseJson, structur
  * codexExecutable under exactly its state; a call without ran nothing, ever; nothing ran outside a
  * launch; no trap ran. Pure functions over observations, so they are unit-tested on synthetic logs.
  */
-
-/** What a call carried, as a conforming server must read it. */
-export type Authority = { kind: 'valid'; codexExecutable: string; state: Record<string, unknown> } | { kind: 'none'; why: string };
-
-/**
- * What a call permits: `run` (launches of its authority, executions inside them), `refuse`
- * (nothing launched, nothing executed), `attempt` (a launch of its authority may be tried, but the
- * command must never execute: the launcher cannot set up a sandbox).
- */
-export type Expectation = 'run' | 'refuse' | 'attempt';
-
-export interface MonitoredCall {
-  /** Position in its scenario, from 1. */
-  index: number;
-  scenario: string;
-  transport: Transport;
-  /** The check this call was made for: findings that are about its purpose are charged to it. */
-  check: string;
-  /** Ties executions to the call; calls that repeat another's arguments share its nonce. */
-  nonce?: string;
-  tool: string;
-  /** For an argv tool: the argv asked for, which must follow `--` exactly when launched directly. */
-  argv?: string[];
-  sent: SandboxEntries;
-  authority: Authority;
-  expect: Expectation;
-  /** Sent while other calls of the scenario were in flight (a state mix-up is then AUTH-3's). */
-  concurrent?: boolean;
-  /**
-   * Values the suite put where only a wrong reading would take them (the deprecated key in a
-   * conflict, a state in the arguments): a forwarded state that carries one of `markers` (JSON
-   * text) is charged to `check`; any other difference stays FWD-2's.
-   */
-  decoy?: { check: string; markers: string[] };
-  /** The check a launch under another call's authority is charged to (default AUTH-2's or AUTH-3's). */
-  authorityCheck?: string;
-  outcome?: RawOutcome;
-}
-
-/** The rule-level checks a finding is charged to when it is not about its call's own purpose. */
-export interface CanonicalChecks {
-  exec: string; // EXEC-1: an execution outside any launch
-  launcher: string; // LAUNCH-1: another executable ran
-  argvShape: string; // FWD-1
-  stateUnchanged: string; // FWD-2
-  fidelity: string; // FWD-3
-  staleAuthority: string; // AUTH-2: an earlier call's authority used
-  concurrentAuthority: string; // AUTH-3: a concurrent call's authority used
-  http: string; // HTTP-1: anything that ran for a call over HTTP
-}
-
-export interface Finding {
-  /** The check it is charged to. */
-  check: string;
-  /** Charged to a rule-level check; the call's own check is the fallback when that one is not reported. */
-  fallback?: string;
-  scenario: string;
-  transport: Transport;
-  call?: number;
-  message: string;
-  expected?: unknown;
-  actual?: unknown;
-  diff?: string[];
-}
 
 /** A path the host could hand out as a launcher: absolute, an existing executable regular file. */
 export function isUsableLauncher(path: unknown): path is string {
@@ -120,7 +58,8 @@ export interface MonitorInput {
   launcherName: (path: string) => LauncherName | undefined;
   /** The check that planted each named trap. */
   trapOwners: Map<string, string>;
-  canonical: CanonicalChecks;
+  /** The run's checks: where each kind of finding is charged (CheckDef.monitors). */
+  checks: CheckIndex;
 }
 
 const describeAuthority = (call: MonitoredCall) =>
@@ -134,7 +73,9 @@ const runAccount = (run: ProbeRun) => ({ ranUnder: run.launchId || '(no launch: 
 
 /** Judges every registered call of one scenario against everything its observers recorded. */
 export function monitor(input: MonitorInput): Finding[] {
-  const { calls, observations, canonical } = input;
+  const { calls, observations, checks } = input;
+  // The check declaring a role, or (when the run has none) the call's own.
+  const role = (kind: MonitorRole, call?: MonitoredCall): string => checks.forRole(kind)?.id ?? call?.check ?? '';
   const findings: Finding[] = [];
   const launchesById = new Map(observations.launches.map((l) => [l.id, l]));
   const byNonce = new Map<string, MonitoredCall[]>();
@@ -144,8 +85,8 @@ export function monitor(input: MonitorInput): Finding[] {
   const charge = (call: MonitoredCall | undefined, check: string, finding: Omit<Finding, 'check' | 'scenario' | 'transport' | 'call' | 'fallback'>) => {
     const first = calls[0];
     findings.push({
-      check,
-      fallback: call && call.check !== check ? call.check : undefined,
+      check: checks.resolve(check),
+      fallback: call && call.check !== check ? checks.resolve(call.check) : undefined,
       scenario: call?.scenario ?? first?.scenario ?? '',
       transport: call?.transport ?? first?.transport ?? 'stdio',
       call: call?.index,
@@ -160,7 +101,7 @@ export function monitor(input: MonitorInput): Finding[] {
     const allowed = owners.filter((c) => c.expect === 'run');
     if (owners.length === 0) {
       if (!launch)
-        charge(undefined, canonical.exec, {
+        charge(undefined, role('exec'), {
           message: `a command ran outside any launch, and no call of this scenario asked for it (nonce ${JSON.stringify(run.nonce)})`,
           expected: 'every execution inside a launch of codex sandbox',
           actual: runAccount(run),
@@ -170,7 +111,7 @@ export function monitor(input: MonitorInput): Finding[] {
     if (allowed.length === 0) {
       const call = owners[0]!;
       if (launch) judgedLaunches.add(launch.id); // one finding for the call, not another for its launch
-      const check = call.transport === 'http' ? canonical.http : call.check;
+      const check = call.transport === 'http' ? role('http', call) : call.check;
       const reason =
         call.expect === 'attempt'
           ? 'its launcher cannot set up a sandbox, so nothing may run'
@@ -186,7 +127,7 @@ export function monitor(input: MonitorInput): Finding[] {
     }
     if (!launch) {
       const call = allowed[0]!;
-      charge(call, canonical.exec, {
+      charge(call, role('exec', call), {
         message: `${callLabel(call)}: the command ran outside any launch of codex sandbox${run.launchId ? ` (under an unknown launch ${run.launchId})` : ''}`,
         expected: { ...describeAuthority(call), executions: 'only inside a launch of that codexExecutable' },
         actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run) },
@@ -204,7 +145,7 @@ export function monitor(input: MonitorInput): Finding[] {
     const allowed = owners.filter((c) => c.expect !== 'refuse');
     if (allowed.length === 0) {
       const call = owners[0]!;
-      charge(call, call.transport === 'http' ? canonical.http : call.check, {
+      charge(call, call.transport === 'http' ? role('http', call) : call.check, {
         message: `${callLabel(call)}: the command was handed to a launcher although ${call.authority.kind === 'none' ? call.authority.why : 'the call must be refused'}`,
         expected: { ...describeAuthority(call), launches: [] },
         actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, launch: launch.argv },
@@ -228,7 +169,7 @@ export function monitor(input: MonitorInput): Finding[] {
   function judgeTrap(trap: TrapCall) {
     const owner = calls.find((c) => c.nonce && carriesNonce(trap.argv, c.nonce));
     const planter = input.trapOwners.get(trap.trap);
-    const check = owner?.expect === 'refuse' ? owner.check : (planter ?? canonical.launcher);
+    const check = owner?.expect === 'refuse' ? owner.check : (planter ?? role('launcher', owner));
     const what =
       trap.trap === 'path-search' ? 'a `codex` found on PATH' : `the trap "${trap.trap}" (an executable only a wrong reading of the call could pick)`;
     charge(owner, check, {
@@ -261,7 +202,7 @@ export function monitor(input: MonitorInput): Finding[] {
 
     // Only once per launch: its shape does not depend on which execution we came from.
     if (firstTime && parsed.problems.length > 0) {
-      charge(call, canonical.argvShape, {
+      charge(call, role('argv-shape', call), {
         message: `${callLabel(call)}: the launch is not \`sandbox --sandbox-state-json <state> -- <command>\`: ${parsed.problems.join('; ')}`,
         expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...(call.argv ?? ['<command>'])],
         actual: launch.argv,
@@ -269,7 +210,7 @@ export function monitor(input: MonitorInput): Finding[] {
     }
     const command = parsed.command ?? [];
     if (call.argv && call.nonce && carriesNonce(command, call.nonce) && !isDeepStrictEqual(command, call.argv)) {
-      charge(call, canonical.argvShape, {
+      charge(call, role('argv-shape', call), {
         message: `${callLabel(call)}: an argv tool's command must follow "--" exactly as asked`,
         expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...call.argv],
         actual: launch.argv,
@@ -279,7 +220,7 @@ export function monitor(input: MonitorInput): Finding[] {
       const order = keyOrderDifferences(stateOf(call), forwarded);
       if (order.length > 0 && !orderJudged.has(launch.id)) {
         orderJudged.add(launch.id); // a property of the launch: said once, for the first call it served
-        charge(call, canonical.fidelity, {
+        charge(call, role('fidelity', call), {
           message: `${callLabel(call)}: the forwarded state was re-serialized: key order changed at ${order.length} place${order.length === 1 ? '' : 's'}`,
           expected: stateOf(call),
           actual: forwarded,
@@ -294,7 +235,7 @@ export function monitor(input: MonitorInput): Finding[] {
     const owner = others.find((c) => exeOf(c) === launch.launcher && isDeepStrictEqual(stateOf(c), forwarded));
     if (owner) {
       const concurrent = call.concurrent && owner.concurrent;
-      charge(call, call.authorityCheck ?? (concurrent ? canonical.concurrentAuthority : canonical.staleAuthority), {
+      charge(call, call.authorityCheck ?? role(concurrent ? 'concurrent-authority' : 'stale-authority', call), {
         message: `${callLabel(call)}: ran under the authority of ${callLabel(owner)}${concurrent ? ', sent at the same time' : ''}, not its own`,
         expected: describeAuthority(call),
         actual,
@@ -303,7 +244,7 @@ export function monitor(input: MonitorInput): Finding[] {
       return;
     }
     if (exeOf(call) !== launch.launcher) {
-      charge(call, canonical.launcher, {
+      charge(call, role('launcher', call), {
         message: `${callLabel(call)}: the command ran in a launch of another codexExecutable than the one this call sent`,
         expected: describeAuthority(call),
         actual,
@@ -311,7 +252,7 @@ export function monitor(input: MonitorInput): Finding[] {
       return;
     }
     if (forwarded === undefined) {
-      charge(call, canonical.stateUnchanged, {
+      charge(call, role('state-unchanged', call), {
         message: `${callLabel(call)}: the value of --sandbox-state-json is not JSON`,
         expected: stateOf(call),
         actual: parsed.stateArguments[0],
@@ -321,7 +262,7 @@ export function monitor(input: MonitorInput): Finding[] {
     const diff = structuralDiff(stateOf(call), forwarded);
     const text = JSON.stringify(forwarded);
     const decoyTaken = call.decoy && call.decoy.markers.some((marker) => text.includes(marker));
-    charge(call, decoyTaken ? call.decoy!.check : canonical.stateUnchanged, {
+    charge(call, decoyTaken ? call.decoy!.check : role('state-unchanged', call), {
       message: `${callLabel(call)}${call.sent.state === undefined ? ` (state sent only under ${STATE_KEY_DEPRECATED})` : call.sent.stateDeprecated === undefined ? ` (state sent only under ${STATE_KEY})` : ''}: the forwarded state differs from the one this call sent (${diff.length} path${diff.length === 1 ? '' : 's'})`,
       expected: stateOf(call),
       actual: forwarded,

@@ -69,6 +69,7 @@ export const stateFollowsCall: CheckDef = {
   typicalMistake: 'Caching the serialized state or the launcher path by workspace, by known fields, or "until it changes".',
   fix: 'Read and forward the state and launcher of each call, every time; if you must cache, key by the exact state JSON and launcher path.',
   needs: ['exec', 'opt-in'],
+  monitors: 'stale-authority',
 };
 
 export const concurrentSameWorkspace: CheckDef = {
@@ -99,6 +100,7 @@ export const concurrentCalls: CheckDef = {
   typicalMistake: 'Keeping the latest state in a global or per-connection variable.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
   needs: ['exec', 'opt-in'],
+  monitors: 'concurrent-authority',
 };
 
 /** Codex's state of another profile (same Codex, same workspace unless given), canaries included, as after a policy change. */

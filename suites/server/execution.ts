@@ -16,6 +16,7 @@ export const executesInsideLaunch: CheckDef = {
   typicalMistake: 'Running "read-only" commands directly for speed, or running the command once unsandboxed to "check" it before the real launch.',
   fix: 'Route every execution through `<codexExecutable> sandbox --sandbox-state-json <state> -- …`, with no allow-list of commands that skip it.',
   needs: ['exec', 'opt-in'],
+  monitors: 'exec',
 };
 
 /** The command shapes: an everyday name or a shell line that begins with an everyday command, then the probe. */

@@ -27,8 +27,9 @@ import {
   type ScenarioContext,
   type Verdict,
 } from '../engine/model.js';
-import type { Finding, MonitoredCall } from '../engine/monitor.js';
+
 import { httpFailsClosed } from './transport.js';
+import type { Finding, MonitoredCall } from '../engine/model.js';
 
 /**
  * Model-based exploration (fast-check's `fc.commands`): random sequences of calls, each sequence
@@ -69,27 +70,8 @@ const MAX_SHRINK_RUNS = 40;
 /** What a time budget allows shrinking on top of it (--explore-time): about as long as 40 reruns take under load. */
 const SHRINK_ALLOWANCE_MS = 60_000;
 
-/** The checks the monitor may charge an exploration finding to. */
-const CHARGED = new Map<string, CheckDef>(
-  [
-    sequencesHoldContract,
-    executesInsideLaunch,
-    runsGivenExecutable,
-    argvShape,
-    stateUnchanged,
-    fidelity,
-    stateFollowsCall,
-    concurrentCalls,
-    concurrentSameWorkspace,
-    httpFailsClosed,
-    argumentsNotAuthority,
-    absentFailsClosed,
-    failsClosedAfterSuccess,
-    brokenSandbox,
-  ].map((c) => [c.id, c]),
-);
-/** A finding breaks the sequence unless it is charged to a SHOULD check (an unknown check counts as MUST). */
-const isMust = (finding: Finding) => (CHARGED.get(finding.check)?.level ?? 'MUST') === 'MUST';
+/** A finding breaks the sequence unless it is charged to a SHOULD or INFO check. */
+const isMust = (finding: Finding) => finding.check.level === 'MUST';
 
 // ---- the model: the authority Codex would send now ----
 
@@ -510,7 +492,7 @@ async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncComm
     if (ran) executed++;
     else if (call.outcome.kind === 'result' && !isRefusal(call.outcome)) {
       violations.push({
-        check: sequencesHoldContract.id,
+        check: sequencesHoldContract,
         scenario: call.scenario,
         transport: call.transport,
         call: call.index,
@@ -700,7 +682,7 @@ function failure(worker: WorkerResult, outcome: SequenceOutcome): Verdict {
     sequencesRun: worker.sequences,
     shrinks: worker.shrinks,
     steps,
-    broken: outcome.violations.map((v) => ({ rule: CHARGED.get(v.check)?.rule ?? 'EXEC-1', check: v.check, message: v.message })),
+    broken: outcome.violations.map((v) => ({ rule: v.check.rule, check: v.check.id, message: v.message })),
   };
   const rules = [...new Set(counterexample.broken.map((b) => `${b.rule} (${b.check})`))];
   return fail(`a sequence of ${steps.length} step${steps.length === 1 ? '' : 's'} broke ${rules.join(', ')}: ${first.message}`, {

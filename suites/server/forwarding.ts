@@ -28,6 +28,7 @@ export const argvShape: CheckDef = {
   typicalMistake: 'Splitting the state across arguments, adding flags such as -C, or wrapping the command in a shell.',
   fix: "spawn(codexExecutable, ['sandbox', '--sandbox-state-json', JSON.stringify(state), '--', ...argv]) with no shell.",
   needs: ['exec', 'opt-in'],
+  monitors: 'argv-shape',
 };
 
 export const stateUnchanged: CheckDef = {
@@ -43,6 +44,7 @@ export const stateUnchanged: CheckDef = {
   typicalMistake: 'Parsing the state into a typed struct and serializing that struct.',
   fix: 'Forward the JSON value exactly as received (serialize the parsed value, never a typed copy).',
   needs: ['exec', 'opt-in'],
+  monitors: 'state-unchanged',
 };
 
 export const fidelity: CheckDef = {
@@ -58,6 +60,7 @@ export const fidelity: CheckDef = {
   typicalMistake: 'Deserializing into a struct or a sorted map and serializing that.',
   fix: 'Keep the parsed JSON value as is (or the raw text) and serialize that.',
   needs: ['exec', 'opt-in'],
+  monitors: 'fidelity',
 };
 
 /**

@@ -26,6 +26,7 @@ export const runsGivenExecutable: CheckDef = {
   typicalMistake: "spawn('codex', ...) by bare name, which searches PATH.",
   fix: 'Spawn meta["codex/sandbox-launcher"].codexExecutable by its absolute path.',
   needs: ['exec', 'opt-in'],
+  monitors: 'launcher',
 };
 
 const failClosedCheck = (id: string, rule: 'LAUNCH-2' | 'LAUNCH-3', title: string, sends: string, typicalMistake: string, watched = ''): CheckDef => ({

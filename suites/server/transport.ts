@@ -14,6 +14,7 @@ export const httpFailsClosed: CheckDef = {
   typicalMistake: 'Treating a missing launcher over HTTP as "no sandbox needed" and running the command directly.',
   fix: 'Apply the same launcher validation over HTTP as over stdio; with no launcher, refuse.',
   needs: ['http', 'exec', 'opt-in'],
+  monitors: 'http',
 };
 
 export const httpIgnoresLauncher: CheckDef = {

@@ -48,3 +48,43 @@ test('no flag text below cli/: suites/ and harness/ never name a CLI flag outsid
   );
   expect(found).toEqual([]);
 });
+
+/** The files `file` imports, among `known` (type-only imports count: they tie the files together just the same). */
+const localImports = (file: string, known: Set<string>) =>
+  importsOf(file)
+    .filter((specifier) => specifier.startsWith('.'))
+    .map((specifier) => relative(root, join(root, file, '..', specifier)).replace(/\.js$/, '.ts'))
+    .filter((target) => known.has(target));
+
+/** The import cycles among `files`, each as the path that closes it. */
+function importCycles(files: string[], importsOfFile: (file: string, known: Set<string>) => string[] = localImports): string[][] {
+  const known = new Set(files);
+  const edges = new Map(files.map((file) => [file, importsOfFile(file, known)]));
+  const cycles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (file: string, path: string[]) => {
+    if (state.get(file) === 'done') return;
+    if (state.get(file) === 'open') {
+      cycles.push([...path.slice(path.indexOf(file)), file]);
+      return;
+    }
+    state.set(file, 'open');
+    for (const next of edges.get(file) ?? []) visit(next, [...path, file]);
+    state.set(file, 'done');
+  };
+  for (const file of files) visit(file, []);
+  return cycles;
+}
+
+test('no import cycle anywhere: not between files of a layer, not through another layer', () => {
+  const files = ['cli', 'suites', 'harness'].flatMap(sources);
+  expect(importCycles(files).map((cycle) => cycle.join(' -> '))).toEqual([]);
+  // The check is not vacuous: a planted cycle is found, and the real graph has edges.
+  const planted = new Map([
+    ['a.ts', ['b.ts']],
+    ['b.ts', ['c.ts']],
+    ['c.ts', ['a.ts']],
+  ]);
+  expect(importCycles([...planted.keys()], (file) => planted.get(file)!)).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+  expect(localImports('suites/engine/runner.ts', new Set(files))).toContain('suites/engine/scenario-run.ts');
+});

@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import type { SandboxEntries, Transport } from '../../harness/codex-wire.js';
 import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../../harness/observers.js';
-import { authorityOf, monitor, type CanonicalChecks, type Expectation, type Finding, type MonitoredCall } from '../../suites/engine/monitor.js';
+import { indexChecks } from '../../suites/engine/checks.js';
+import type { CheckDef, Expectation, Finding, MonitoredCall, MonitorRole } from '../../suites/engine/model.js';
+import { authorityOf, monitor } from '../../suites/engine/monitor.js';
 
 /*
  * The sandbox monitor on synthetic observation logs: no processes, no files. Launcher paths are
@@ -21,7 +23,8 @@ const NAMES = new Map<string, LauncherName>([
 const launcherName = (path: string): LauncherName | undefined => NAMES.get(path);
 const usable = (path: unknown): boolean => typeof path === 'string' && NAMES.has(path);
 
-const CANONICAL: CanonicalChecks = {
+/** The check declaring each monitor role (CheckDef.monitors), by id. */
+const CANONICAL = {
   exec: 'canon/exec',
   launcher: 'canon/launcher',
   argvShape: 'canon/argv-shape',
@@ -31,6 +34,30 @@ const CANONICAL: CanonicalChecks = {
   concurrentAuthority: 'canon/concurrent-authority',
   http: 'canon/http',
 };
+const ROLES: Record<keyof typeof CANONICAL, MonitorRole> = {
+  exec: 'exec',
+  launcher: 'launcher',
+  argvShape: 'argv-shape',
+  stateUnchanged: 'state-unchanged',
+  fidelity: 'fidelity',
+  staleAuthority: 'stale-authority',
+  concurrentAuthority: 'concurrent-authority',
+  http: 'http',
+};
+const checkDef = (id: string, monitors?: MonitorRole): CheckDef => ({
+  id,
+  rule: 'EXEC-1',
+  level: 'MUST',
+  title: id,
+  summary: '',
+  observes: '',
+  why: '',
+  typicalMistake: '',
+  fix: '',
+  needs: [],
+  ...(monitors ? { monitors } : {}),
+});
+const CHECKS = indexChecks(Object.entries(CANONICAL).map(([name, id]) => checkDef(id, ROLES[name as keyof typeof CANONICAL])));
 
 /** A state shaped like Codex's workspace-write one, with unknown fields at several depths. */
 function stateFor(workspace: string, changes: Record<string, unknown> = {}): Record<string, unknown> {
@@ -138,10 +165,10 @@ function judge(calls: MonitoredCall[], observations: Partial<Observations>, trap
     observations: { launches: [], probeRuns: [], trapCalls: [], ...observations },
     launcherName,
     trapOwners,
-    canonical: CANONICAL,
+    checks: CHECKS,
   });
 }
-const pairs = (findings: Finding[]) => findings.map((f) => [f.check, f.call]);
+const pairs = (findings: Finding[]) => findings.map((f) => [f.check.id, f.call]);
 const sortedPairs = (findings: Finding[]) => pairs(findings).sort((x, y) => `${x[0]}/${x[1]}`.localeCompare(`${y[0]}/${y[1]}`));
 
 describe('attribution: executions to calls by nonce, to launches by launch id', () => {
@@ -169,7 +196,7 @@ describe('attribution: executions to calls by nonce, to launches by launch id', 
     const findings = judge([call(1), call(2, { state: STATE_2 })], { launches: [w], probeRuns: [runOf(1, w), runOf(2, w)] });
     expect(pairs(findings)).toEqual([[CANONICAL.staleAuthority, 2]]);
     expect(findings[0]!.message).toContain('synthetic call #1');
-    expect(findings[0]!.fallback).toBe('own/call-2');
+    expect(findings[0]!.fallback?.id).toBe('own/call-2');
     expect(findings[0]!.diff).toContainEqual(expect.stringContaining('sandboxCwd'));
   });
 
@@ -209,7 +236,7 @@ describe('EXEC-1: nothing runs outside a launch; refused calls run nothing', () 
   test('an execution with no launch id, for a valid call', () => {
     const findings = judge([call(1)], { probeRuns: [runOf(1, '')] });
     expect(pairs(findings)).toEqual([[CANONICAL.exec, 1]]);
-    expect(findings[0]!.fallback).toBe('own/call-1');
+    expect(findings[0]!.fallback?.id).toBe('own/call-1');
   });
 
   test('an execution under a launch id that no launch record has', () => {
@@ -381,7 +408,7 @@ describe('LAUNCH-1: exactly the codexExecutable that was sent', () => {
     expect(pairs(judge([call(1)], { trapCalls: [trap('path-search')] }))).toEqual([[CANONICAL.launcher, undefined]]);
     const withNonce = judge([call(1)], { trapCalls: [trap('path-search', sandboxArgv(STATE_1, probeArgv(nonceOf(1))))] });
     expect(pairs(withNonce)).toEqual([[CANONICAL.launcher, 1]]);
-    expect(withNonce[0]!.fallback).toBe('own/call-1');
+    expect(withNonce[0]!.fallback?.id).toBe('own/call-1');
   });
 
   test('a planted trap is charged to the check that planted it', () => {

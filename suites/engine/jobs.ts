@@ -1,0 +1,64 @@
+import type { Transport } from '../../harness/codex-wire.js';
+import type { AnyScenario, ControlFacts } from './model.js';
+import type { RunPlan } from './plan.js';
+
+/** One scenario on one transport. `runs` is false for a scenario whose transport the plan lacks: it still reports its checks. */
+export interface Job {
+  scenario: AnyScenario;
+  transport: Transport;
+  runs: boolean;
+}
+
+/** The positive control's facts (does the exec tool work at all?), published once by the control scenario. */
+export class Control {
+  private resolve!: (facts: ControlFacts) => void;
+  readonly facts = new Promise<ControlFacts>((resolve) => (this.resolve = resolve));
+  publish(facts: ControlFacts): void {
+    this.resolve(facts);
+  }
+}
+
+export interface JobPlan {
+  /** In the scenario list's order: the report's order. */
+  jobs: Job[];
+  /** In running order: the control first, then the long scenarios. */
+  queue: Job[];
+  control: Control;
+  transports: Transport[];
+}
+
+/** The jobs of a run: one per scenario with a selected check and transport it applies to. */
+export function planJobs(plan: RunPlan, scenarios: AnyScenario[]): JobPlan {
+  const transports: Transport[] = plan.host?.transports ?? (['stdio', 'http'] as const).filter((t) => plan.targets[t]);
+  const jobs: Job[] = [];
+  for (const scenario of scenarios) {
+    if (!scenario.checks.some((c) => plan.select(c.id))) continue;
+    const usable = scenario.transports.filter((t) => transports.includes(t));
+    if (usable.length === 0) jobs.push({ scenario, transport: scenario.transports[0]!, runs: false });
+    for (const transport of usable) jobs.push({ scenario, transport, runs: true });
+  }
+  const control = new Control();
+  const queue = withControl(plan, scenarios, jobs, control);
+  // The control first; then the long scenarios, so that none of them is left for the end alone.
+  const rank = (job: Job) => (job.scenario.isControl ? 0 : job.scenario.long ? 1 : 2);
+  queue.sort((a, b) => rank(a) - rank(b));
+  return { jobs, queue, control, transports };
+}
+
+/**
+ * The control runs whenever another scenario waits on it, and goes first, so that a single
+ * worker never waits on a scenario still queued behind it. Without one, the facts say why.
+ */
+function withControl(plan: RunPlan, scenarios: AnyScenario[], jobs: Job[], control: Control): Job[] {
+  const controlScenario = scenarios.find((s) => s.isControl);
+  const isStdioControl = (j: Job) => j.scenario === controlScenario && j.transport === 'stdio';
+  if (!plan.targets.stdio) control.publish({ works: false, detail: 'no stdio target ran the control call; give the stdio command too' });
+  // Only scenarios that run commands wait on the control: without them it would be a server start for nothing.
+  const needsControl = jobs.some((j) => j.runs && (j.scenario.needs.includes('exec') || j.scenario.checks.some((c) => c.needs.includes('exec'))));
+  const queue: Job[] =
+    controlScenario && plan.targets.stdio && !jobs.some(isStdioControl) && needsControl
+      ? [{ scenario: controlScenario, transport: 'stdio', runs: true }, ...jobs]
+      : [...jobs];
+  if (!queue.some(isStdioControl)) control.publish({ works: false, detail: 'the control scenario did not run (no selected check runs a command over stdio)' });
+  return queue;
+}

@@ -1,0 +1,64 @@
+import type { ConnectionPurpose, Transport } from '../../harness/codex-wire.js';
+import type { ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import type { HostTarget } from '../../harness/host-mode/drive.js';
+import type { Containment } from '../../harness/process-group.js';
+import type { Connection, HttpTarget, StdioTarget, Target } from '../../harness/target.js';
+import type { CheckResult, RunOptions, ScenarioRecord } from './model.js';
+
+/** What the CLI (or a test) asks of a run. */
+export interface RunPlan {
+  /** At least one of the two (server mode); none in host mode. */
+  targets: { stdio?: StdioTarget; http?: HttpTarget };
+  /** Host mode: the host its scenarios (HostScenario) drive, over these transports. */
+  host?: HostTarget;
+  exec?: { tool: string; arguments?: unknown; source: 'flag' | 'config' };
+  options: RunOptions;
+  jobs: number;
+  /** Which checks to report (--only / --skip). */
+  select: (checkId: string) => boolean;
+  realCodex?: string;
+  session?: SessionAdapter;
+  resourceReadMeta?: Record<string, unknown>;
+  /** Budget of one scenario, startup included (--scenario-timeout); default: defaultScenarioTimeoutMs(options). */
+  scenarioTimeoutMs?: number;
+  /** Budget of the whole run (--run-timeout); default DEFAULT_RUN_TIMEOUT_MS. */
+  runTimeoutMs?: number;
+  /** Called as scenarios start and finish (the CLI's live progress line). */
+  onProgress?: (event: ProgressEvent) => void;
+  /** How a server is started and greeted: harness/target.ts `connect` unless a test brings an in-process one. */
+  connect?: Connector;
+}
+
+export type Connector = (target: Target, pathTrapDir: string, startupTimeoutMs: number, purpose?: ConnectionPurpose) => Promise<Connection>;
+
+export type ProgressEvent =
+  | { kind: 'start'; total: number }
+  | { kind: 'scenario-start'; scenario: string; transport: Transport }
+  | { kind: 'scenario-note'; scenario: string; transport: Transport; note: string }
+  | { kind: 'scenario-end'; scenario: string; transport: Transport; done: number; total: number };
+
+export interface RunReport {
+  /** Every scenario job, in the scenario list's order: what the results point at. */
+  scenarios: ScenarioRecord[];
+  /** In the scenario list's order; each names its scenario and transport. */
+  results: CheckResult[];
+  /** Set when the target never got through startup in any scenario. */
+  startFailure?: { message: string; stderrTail: string };
+  serverInfo?: unknown;
+  capabilities?: unknown;
+  /** The transports the plan had targets for (whatever --only selected). */
+  transports?: Transport[];
+  /** How the run made sure nothing it started outlives it (harness/process-group.ts). */
+  containment?: Containment;
+  /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
+  exec?: ExecAdapter;
+  durationMs: number;
+  /** How much was started: server starts (scenario connections and extra ones) and scenarios run (the time per phase is in `scenarios`). */
+  stats?: { serverStarts: number; scenariosRun: number };
+}
+
+/** A scenario never needs more than two startups and three calls in a row when every step keeps to its own timeout. */
+export const defaultScenarioTimeoutMs = (options: RunOptions): number => 2 * options.startupTimeoutMs + 3 * options.callTimeoutMs;
+export const DEFAULT_RUN_TIMEOUT_MS = 30 * 60 * 1000;
+/** The longest delay a timer can hold (about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,0 +1,193 @@
+import { join } from 'node:path';
+import { TargetStartError } from '../../harness/codex-session.js';
+import type { ProcessScope } from '../../harness/process-group.js';
+import type { TranscriptEntry } from '../../harness/transcript.js';
+import type { Job } from './jobs.js';
+import {
+  couldNotRun,
+  notApplicable,
+  resultOf,
+  type CheckDef,
+  type CheckResult,
+  type Finding,
+  type Hint,
+  type ScenarioRecord,
+  type ScenarioTiming,
+  type Verdict,
+} from './model.js';
+import { MAX_TIMER_MS } from './plan.js';
+import { MonitorLog } from './server-calls.js';
+import { seconds, type SuiteRun } from './suite-run.js';
+import { decideVerdict, type JobEnd } from './verdict.js';
+
+/** Drives one scenario job once it is under way (server mode starts servers, host mode drives a host). */
+export type ScenarioDriver = (run: ScenarioRun, scope: ProcessScope) => Promise<void>;
+
+const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys';
+export const didNotOptIn = (): Verdict => couldNotRun(NOT_OPTED_IN, undefined, 'assume-opt-in');
+const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-target');
+
+/**
+ * One scenario on one transport: what was decided before it ran, running it in a scope of its
+ * own under its time budget, how it ended, and its record. The final verdicts come from
+ * decideVerdict, once the monitor has judged every call of the run.
+ */
+export class ScenarioRun {
+  /** Verdicts reached before the end (verdict.ts, step 1): the first one for a check wins. */
+  private readonly early = new Map<string, Verdict>();
+  end: JobEnd = {};
+  readonly log = new MonitorLog();
+  readonly dir: string;
+  readonly t0 = Date.now();
+  /** Whether a server (or host) of this job got through startup. */
+  startedHere = false;
+  timing?: ScenarioTiming;
+  /** Every connection's traffic, in order (set by the driver). */
+  transcript: TranscriptEntry[] = [];
+  private endedAt = Date.now();
+
+  constructor(
+    readonly suite: SuiteRun,
+    readonly job: Job,
+    index: number,
+  ) {
+    this.dir = join(suite.root, String(index));
+  }
+
+  get scenario() {
+    return this.job.scenario;
+  }
+
+  decide(checkId: string, verdict: Verdict): void {
+    if (!this.early.has(checkId)) this.early.set(checkId, verdict);
+  }
+
+  decided(checkId: string): boolean {
+    return this.early.has(checkId);
+  }
+
+  /** Started once on this transport: its target is alive. */
+  serverStarted(): void {
+    this.startedHere = true;
+    this.suite.startedOnce.add(this.job.transport);
+  }
+
+  async execute(drive: ScenarioDriver): Promise<void> {
+    for (const check of this.scenario.checks) {
+      const unmet = this.job.runs
+        ? this.staticNeed(check)
+        : this.job.transport === 'http'
+          ? needsHttp()
+          : notApplicable('needs a stdio target', 'stdio-target');
+      if (unmet) this.decide(check.id, unmet);
+    }
+    const blocker = this.blocker();
+    if (blocker) this.end = { undecided: blocker };
+    if (!blocker && this.scenario.checks.some((c) => !this.decided(c.id))) await this.runScoped(drive);
+    else this.publishControl('the control scenario did not run');
+    this.endedAt = Date.now();
+    this.suite.done++;
+    const { scenario, transport } = this.job;
+    this.suite.progress({ kind: 'scenario-end', scenario: scenario.id, transport, done: this.suite.done, total: this.suite.total });
+  }
+
+  /** Needs known before anything starts (verdict.ts, 1a). */
+  private staticNeed(check: CheckDef): Verdict | undefined {
+    const { plan } = this.suite;
+    if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI', 'real-codex');
+    if (check.needs.includes('http') && !plan.targets.http) return needsHttp();
+    if (check.needs.includes('session') && !plan.session) return notApplicable('needs a session adapter', 'session-adapter');
+    return undefined;
+  }
+
+  /** Why the job must not start at all (verdict.ts, 1b). */
+  private blocker(): Verdict | undefined {
+    const { suite, job, scenario } = this;
+    const dead = suite.deadAtStart.get(job.transport);
+    if (dead) return couldNotRun(`target failed to start: ${dead.message}`);
+    if (suite.runExpired) return couldNotRun(`${suite.runExpired} before this scenario started`, undefined, 'run-timeout');
+    // A server that did not opt in gets no sandbox keys from Codex: starting it again for every
+    // scenario that needs them would learn nothing.
+    const optInOnly = scenario.checks.every((c) => this.decided(c.id) || c.needs.includes('opt-in'));
+    if (suite.notOptedIn.has(job.transport) && !suite.plan.options.assumeOptIn && optInOnly) return didNotOptIn();
+    return undefined;
+  }
+
+  private async runScoped(drive: ScenarioDriver): Promise<void> {
+    const { suite, job, scenario } = this;
+    suite.scenariosRun++;
+    suite.progress({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
+    const scope = suite.scope.child();
+    this.timing = { observersMs: 0, startupMs: 0, runMs: 0 };
+    const budgetMs = Math.min(scenario.timeoutMs?.(suite.plan.options, suite.scenarioTimeoutMs) ?? suite.scenarioTimeoutMs, MAX_TIMER_MS);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)})`);
+    }, budgetMs);
+    const work = scope.run(() => drive(this, scope));
+    suite.begin(job, scope, work);
+    const aborted = new Promise<string>((resolve) => scope.onAbort(resolve));
+    try {
+      await Promise.race([work, aborted]);
+    } catch (error) {
+      if (scope.aborted === undefined) this.failed(error);
+    } finally {
+      clearTimeout(timer);
+      suite.finish(job);
+    }
+    if (scope.aborted !== undefined) this.givenUp(scope.aborted, timedOut);
+    this.publishControl(scope.aborted ?? 'the control scenario did not finish');
+  }
+
+  private failed(error: unknown): void {
+    if (error instanceof TargetStartError) {
+      if (!this.startedHere) this.suite.targetDied(this.job, { message: error.message, stderrTail: error.stderrTail });
+      this.end.undecided = couldNotRun(`target failed to start: ${error.message}`);
+    } else {
+      this.end.undecided = { status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` };
+    }
+  }
+
+  /** Given up on: the scenario's own verdicts (if it reaches any) come too late to count. */
+  private givenUp(reason: string, timedOut: boolean): void {
+    const hint: Hint | undefined = timedOut ? 'scenario-timeout' : reason === this.suite.runExpired ? 'run-timeout' : undefined;
+    const verdict: Verdict = { status: 'error', message: reason, ...(hint ? { hint } : {}) };
+    const neverStarted = reason.startsWith('target failed to start') && !this.startedHere;
+    this.end.givenUp = { verdict, undecided: neverStarted ? couldNotRun(reason) : verdict };
+  }
+
+  /** The control publishes its facts when it runs; whatever else happens to it, others must not wait on it. */
+  private publishControl(detail: string): void {
+    if (this.scenario.isControl && this.job.transport === 'stdio') this.suite.control.publish({ works: false, detail });
+  }
+
+  /** The record of this job, with the checks the run reports. */
+  record(): ScenarioRecord {
+    const { scenario, job, suite } = this;
+    return {
+      id: scenario.id,
+      title: scenario.title,
+      transport: job.transport,
+      checks: this.reported().map((check) => check.id),
+      startMs: this.timing ? this.t0 - suite.started : 0,
+      durationMs: this.endedAt - this.t0,
+      ran: this.timing !== undefined,
+      transcript: this.transcript,
+      ...(this.timing ? { timing: this.timing } : {}),
+    };
+  }
+
+  reported(): CheckDef[] {
+    return this.scenario.checks.filter((check) => this.suite.plan.select(check.id));
+  }
+
+  /** The final results of the reported checks, given the findings charged to each (verdict.ts). */
+  results(findingsOf: (checkId: string) => Finding[]): CheckResult[] {
+    const { scenario, job } = this;
+    return this.reported().map((check) => {
+      const verdict = decideVerdict({ check, scenario: scenario.id, early: this.early.get(check.id), end: this.end, findings: findingsOf(check.id) });
+      return resultOf(verdict, { id: check.id, rule: check.rule, level: check.level, title: check.title, transport: job.transport, scenario: scenario.id });
+    });
+  }
+}

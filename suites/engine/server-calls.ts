@@ -1,0 +1,105 @@
+import { chmod } from 'node:fs/promises';
+import { codexSandboxEntries, codexState, type SandboxEntries } from '../../harness/codex-wire.js';
+import type { RawOutcome } from '../../harness/codex-session.js';
+import { renderCommand, usesShellString, type ExecAdapter } from '../../harness/exec-adapter.js';
+import { isObject } from '../../harness/json.js';
+import type { ScenarioObservers } from '../../harness/observers.js';
+import type { Connection } from '../../harness/target.js';
+import type { CheckIndex } from './checks.js';
+import type { CallOptions, Finding, IsolatedContext, MonitoredCall } from './model.js';
+import { authorityOf, monitor } from './monitor.js';
+
+/** What one server of a scenario was asked to do, for the sandbox monitor: its calls, its traps, what it found. */
+export class MonitorLog {
+  readonly calls: MonitoredCall[] = [];
+  /** The check that planted each named trap. */
+  readonly trapOwners = new Map<string, string>();
+  findings: Finding[] = [];
+  exec?: ExecAdapter;
+  /** How long the scenario's servers stay up after it ends (ScenarioContext.lingerAfter). */
+  lingerMs = 0;
+
+  constructor(public observers?: ScenarioObservers) {}
+
+  /** Judges every call against everything the observers recorded: once the servers are gone. */
+  async judge(checks: CheckIndex): Promise<Finding[]> {
+    const observers = this.observers;
+    if (!observers || this.calls.length + this.trapOwners.size === 0) return this.findings;
+    const observations = await observers.read().catch(() => undefined);
+    if (observations) {
+      const { calls, trapOwners } = this;
+      this.findings = monitor({ calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners, checks });
+    }
+    return this.findings;
+  }
+}
+
+/** Where a scenario's calls go and who watches them. */
+export interface CallSite {
+  scenario: { id: string; firstCheck: string };
+  connection: Connection;
+  observers: ScenarioObservers;
+  exec: ExecAdapter | undefined;
+  optedIn: boolean;
+  log: MonitorLog;
+  callTimeoutMs: number;
+  realCodex?: string;
+}
+
+/** The calls a scenario (or one isolated run of it) makes on a connection, each registered with the monitor. */
+export function callSurface(site: CallSite): IsolatedContext {
+  const { connection, observers, exec, log } = site;
+  // Codex's workspace-write state; its codexLinuxSandboxExe must work when a real codex enforces it.
+  const state = codexState('workspace-write', observers.workspaceDir, { linuxSandboxExe: site.realCodex ?? observers.launcherPath });
+  const monitoredCall = (tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions) => callMonitored(site, tool, args, sandbox, options);
+  return {
+    transport: connection.transport,
+    session: connection.session,
+    handshake: connection.handshake,
+    observers,
+    exec,
+    state,
+    observe: () => observers.read(),
+    codexEntries: (s: unknown = state) => (site.optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
+    callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
+    plantTrap: async (name, where = {}, check = site.scenario.firstCheck) => {
+      log.trapOwners.set(name, check);
+      const path = await observers.trap(name, where);
+      if (where.executable === false) await chmod(path, 0o644);
+      return path;
+    },
+    execProbe: async (sandbox, options = {}) => {
+      if (!exec) throw new Error('execProbe called without an exec adapter');
+      const nonce = options.nonce ?? observers.newNonce();
+      const command = options.command?.argv ?? observers.probeCommand(nonce);
+      const shellString = usesShellString(exec.arguments);
+      const rendered = renderCommand(exec.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
+      const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
+      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command });
+      return { nonce, command, arguments: args, outcome };
+    },
+  };
+}
+
+async function callMonitored(site: CallSite, tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions): Promise<RawOutcome> {
+  const { connection, log } = site;
+  const authority = authorityOf(sandbox, connection.transport);
+  const call: MonitoredCall = {
+    index: log.calls.length + 1,
+    scenario: site.scenario.id,
+    transport: connection.transport,
+    check: options.check ?? site.scenario.firstCheck,
+    nonce: options.nonce,
+    tool,
+    argv: options.argv,
+    sent: sandbox,
+    authority,
+    expect: options.expect ?? (authority.kind === 'valid' ? 'run' : 'refuse'),
+    concurrent: options.concurrent,
+    decoy: options.decoy,
+    authorityCheck: options.authorityCheck,
+  };
+  log.calls.push(call);
+  call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs);
+  return call.outcome;
+}

@@ -1,0 +1,148 @@
+import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
+import { adapterRejection, resolveExecAdapter, type ExecAdapter } from '../../harness/exec-adapter.js';
+import { isObject } from '../../harness/json.js';
+import type { Observations, ScenarioObservers } from '../../harness/observers.js';
+import type { ProcessScope } from '../../harness/process-group.js';
+import type { Connection } from '../../harness/target.js';
+import { couldNotRun, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { monitor } from './monitor.js';
+import { didNotOptIn, type ScenarioRun } from './scenario-run.js';
+import { callSurface, MonitorLog, type CallSite } from './server-calls.js';
+import { ScenarioServers } from './server-servers.js';
+
+/** Codex's opt-in test: either state key under `capabilities.experimental`, with an object value. */
+export function sandboxOptIn(initializeResult: Record<string, unknown>): boolean {
+  const experimental = isObject(initializeResult.capabilities) ? initializeResult.capabilities.experimental : undefined;
+  if (!isObject(experimental)) return false;
+  return [STATE_KEY, STATE_KEY_DEPRECATED].some((key) => isObject(experimental[key]));
+}
+
+/** True when the scenario saw anything execute: a launch (not Codex's capability probe), the probe, or a trap. */
+const anythingRan = (observations: Observations) =>
+  observations.launches.some((l) => !l.isCapabilityProbe) || observations.probeRuns.length > 0 || observations.trapCalls.length > 0;
+
+/** Server mode's driver: starts the scenario's server, runs the scenario on it, and notes how it ended. */
+export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope): Promise<void> {
+  const target = run.suite.plan.targets[run.job.transport];
+  if (!target) throw new Error(`no ${run.job.transport} target for a server scenario`);
+  const servers = new ScenarioServers(run, target, scope);
+  try {
+    const connection = await servers.openMain();
+    noteServer(run, connection);
+    const started = Date.now();
+    await runOnServer(run, run.scenario as Scenario, connection, servers);
+    run.timing!.runMs = Date.now() - started;
+    run.end.unanswered = servers.firstUnanswered();
+    if (run.end.unanswered) run.end.nothingRan = !anythingRan(await servers.observers!.read());
+  } finally {
+    servers.release();
+  }
+}
+
+/** What the run learns from a server's greeting: whether it opted in, and who it is (for the header). */
+function noteServer(run: ScenarioRun, connection: Connection): void {
+  const { initializeResult } = connection.handshake;
+  if (!sandboxOptIn(initializeResult)) run.suite.notOptedIn.add(run.job.transport);
+  run.suite.server ??= { info: initializeResult.serverInfo, capabilities: initializeResult.capabilities };
+}
+
+async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Connection, servers: ScenarioServers): Promise<void> {
+  const { plan } = run.suite;
+  const optedIn = plan.options.assumeOptIn || sandboxOptIn(connection.handshake.initializeResult);
+  const adapter = resolveExecAdapter(connection.handshake.tools, plan.exec);
+  const exec = 'missing' in adapter ? undefined : adapter;
+  run.log.exec = exec;
+  run.suite.exec ??= exec;
+  // Needs the target cannot meet (verdict.ts, 1c).
+  const unmet = (check: CheckDef): Verdict | undefined => {
+    if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '', 'exec-adapter');
+    if (check.needs.includes('opt-in') && !optedIn) return didNotOptIn();
+    return undefined;
+  };
+  for (const check of scenario.checks) {
+    const verdict = unmet(check);
+    if (verdict) run.decide(check.id, verdict);
+  }
+  if (scenario.checks.every((check) => run.decided(check.id))) {
+    if (scenario.isControl && connection.transport === 'stdio') run.suite.control.publish({ works: false, detail: 'the exec checks could not run' });
+    return;
+  }
+  const site: SiteFor = (on, observers, log) => ({
+    scenario: { id: scenario.id, firstCheck: scenario.checks[0]!.id },
+    connection: on,
+    observers,
+    exec,
+    optedIn,
+    log,
+    callTimeoutMs: plan.options.callTimeoutMs,
+    realCodex: plan.realCodex,
+  });
+  let decided: Map<string, Verdict>;
+  try {
+    decided = await scenario.run(scenarioContext(run, site(connection, servers.observers!, run.log), servers, site));
+  } finally {
+    await servers.spares.drain();
+  }
+  judgeAdapter(run, scenario, exec);
+  for (const [id, verdict] of decided) run.decide(id, verdict);
+}
+
+/** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
+type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog) => CallSite;
+
+/** The context a server scenario acts through. */
+function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServers, site: SiteFor): ScenarioContext {
+  const { suite, job, scenario } = run;
+  const { plan } = suite;
+  return {
+    options: plan.options,
+    optedIn: main.optedIn,
+    control: () => suite.control.facts,
+    publishControl: (facts) => suite.control.publish(facts),
+    sessionAdapter: plan.session,
+    resourceReadMeta: plan.resourceReadMeta,
+    openConnection: (purpose) => servers.openConnection(purpose),
+    progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),
+    ...callSurface(main),
+    lingerAfter: (ms) => {
+      run.log.lingerMs = Math.max(run.log.lingerMs, ms);
+    },
+    isolated: async (body) => {
+      // A fresh server each time, but its startup (most of a short sequence's cost) overlaps the sequence before it.
+      const fresh = await servers.spares.take();
+      const own = new MonitorLog(fresh.observers);
+      let value, error: unknown;
+      try {
+        value = await body(callSurface(site(fresh.connection, fresh.observers, own)));
+      } catch (caught) {
+        error = caught;
+      } finally {
+        await fresh.connection.close().catch(() => undefined);
+      }
+      const observations = await fresh.observers.read();
+      const findings = monitor({
+        calls: own.calls,
+        observations,
+        launcherName: (path) => fresh.observers.launcherName(path),
+        trapOwners: own.trapOwners,
+        checks: suite.checks,
+      });
+      await fresh.remove();
+      return { value, error, calls: own.calls, observations, findings };
+    },
+  };
+}
+
+/**
+ * Our own call rejected as invalid (a schema error, an unknown tool) says nothing of the server's
+ * sandboxing: the checks it fed could not run (verdict.ts, 1d). Only calls that should have run
+ * count: a refusal of a call without authority may well come as "invalid params".
+ */
+function judgeAdapter(run: ScenarioRun, scenario: Scenario, exec: ExecAdapter | undefined): void {
+  const rejected = run.log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
+  if (!rejected || !exec) return;
+  for (const check of scenario.checks) {
+    if (check.needs.includes('exec'))
+      run.decide(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)}`, undefined, 'exec-adapter'));
+  }
+}

@@ -1,0 +1,107 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ConnectionPurpose } from '../../harness/codex-wire.js';
+import { ScenarioObservers } from '../../harness/observers.js';
+import type { ProcessScope } from '../../harness/process-group.js';
+import { SparePool } from '../../harness/spare-pool.js';
+import type { Connection, Target } from '../../harness/target.js';
+import type { ScenarioRun } from './scenario-run.js';
+import { compactTranscript, scenarioTranscript } from './transcripts.js';
+
+/** A fresh server of an isolated run, with its own observers (removed with `remove`). */
+export interface IsolatedServer {
+  observers: ScenarioObservers;
+  connection: Connection;
+  remove(): Promise<void>;
+}
+
+/**
+ * The servers of one server scenario: its first one (with the scenario's observers), the further
+ * connections it opens, and the fresh servers of its isolated runs (one kept starting ahead).
+ * Every start is counted; the calls none of them answered are kept for the verdict.
+ */
+export class ScenarioServers {
+  observers?: ScenarioObservers;
+  main?: Connection;
+  readonly extras: Connection[] = [];
+  /** The unanswered calls of the isolated runs' servers (only these lists: their connections are let go run by run). */
+  private readonly isolatedUnanswered: (readonly string[])[] = [];
+  private isolatedRuns = 0;
+  readonly spares = new SparePool<IsolatedServer>(
+    () => this.openIsolated(),
+    async (server) => {
+      await server.connection.close().catch(() => undefined);
+      await server.remove();
+    },
+  );
+
+  constructor(
+    private readonly run: ScenarioRun,
+    private readonly target: Target,
+    private readonly scope: ProcessScope,
+  ) {}
+
+  /** The scenario's observers and first server, timed. */
+  async openMain(): Promise<Connection> {
+    const { run } = this;
+    const { suite } = run;
+    const timing = run.timing!;
+    this.observers = await ScenarioObservers.create(run.dir, { realCodex: suite.plan.realCodex });
+    run.log.observers = this.observers;
+    timing.observersMs = Date.now() - run.t0;
+    suite.serverStarts++;
+    this.main = await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs);
+    timing.startupMs = Date.now() - run.t0 - timing.observersMs;
+    run.serverStarted();
+    return this.main;
+  }
+
+  /** Another connection to the target, watched by the scenario's observers. */
+  async openConnection(purpose?: ConnectionPurpose): Promise<Connection> {
+    this.assertLive();
+    const { suite } = this.run;
+    suite.serverStarts++;
+    const extra = await suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose);
+    this.extras.push(extra);
+    if (this.scope.aborted !== undefined) void extra.close();
+    return extra;
+  }
+
+  private async openIsolated(): Promise<IsolatedServer> {
+    this.assertLive();
+    const { suite } = this.run;
+    const own = join(this.run.dir, `x${++this.isolatedRuns}`);
+    const observers = await ScenarioObservers.create(own, { realCodex: suite.plan.realCodex });
+    suite.serverStarts++;
+    const remove = () => rm(own, { recursive: true, force: true });
+    try {
+      const connection = await suite.connect(this.target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs);
+      this.isolatedUnanswered.push(connection.session.unansweredCalls);
+      return { observers, connection, remove };
+    } catch (error) {
+      await remove();
+      throw error;
+    }
+  }
+
+  private assertLive(): void {
+    if (this.scope.aborted !== undefined) throw new Error(this.scope.aborted);
+  }
+
+  /** The first call of any server of the scenario that got no answer. */
+  firstUnanswered(): string | undefined {
+    const lists = [this.main, ...this.extras].flatMap((c) => (c ? [c.session.unansweredCalls] : [])).concat(this.isolatedUnanswered);
+    return lists.flat()[0];
+  }
+
+  /** The verdicts are in: the record gets every connection's transcript, and the servers stop in the background. */
+  release(): void {
+    const { run } = this;
+    run.transcript = scenarioTranscript(this.main, this.extras);
+    const all = [this.main, ...this.extras].filter((c): c is Connection => c !== undefined);
+    run.suite.closeLater(all, run.log.lingerMs, (closeMs) => {
+      if (run.timing) run.timing.closeMs = closeMs;
+      all.forEach(compactTranscript);
+    });
+  }
+}

@@ -1,0 +1,116 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Transport } from '../../harness/codex-wire.js';
+import type { ExecAdapter } from '../../harness/exec-adapter.js';
+import { ProcessScope, sweepMarked, trackRunMarker, trackTempDir } from '../../harness/process-group.js';
+import { connect, type Connection } from '../../harness/target.js';
+import type { CheckIndex } from './checks.js';
+import type { Control, Job } from './jobs.js';
+import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan } from './plan.js';
+
+export interface StartFailure {
+  message: string;
+  stderrTail: string;
+}
+
+export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * What the jobs of one run share: its temp dir and process scope, the control, what was learnt
+ * about each transport's target (started once, dead at start, did not opt in), the jobs under
+ * way, the servers still closing, and the counts the report shows.
+ */
+export class SuiteRun {
+  readonly started = Date.now();
+  /** Neutral name: a server must not be able to tell the suite's commands by their paths. */
+  readonly root = mkdtempSync(join(tmpdir(), 'tmp-'));
+  readonly scope = new ProcessScope();
+  readonly scenarioTimeoutMs: number;
+  readonly connect: Connector;
+  serverStarts = 0;
+  scenariosRun = 0;
+  done = 0;
+  readonly startedOnce = new Set<Transport>();
+  readonly deadAtStart = new Map<Transport, StartFailure>();
+  /** Transports on which a server was seen not to opt in (sandboxOptIn). */
+  readonly notOptedIn = new Set<Transport>();
+  /** Set when the run's own timeout expired. */
+  runExpired?: string;
+  /** The first exec adapter and server identity a connection resolved, for the report header. */
+  exec?: ExecAdapter;
+  server?: { info: unknown; capabilities: unknown };
+  private readonly inFlight = new Map<Job, ProcessScope>();
+  /** Servers being stopped in the background while the workers go on; awaited before the run ends. */
+  private readonly closing: Promise<unknown>[] = [];
+  /** Every scenario's work, also those given up on: awaited, briefly, before the temp dir goes. */
+  private readonly works: Promise<unknown>[] = [];
+  private readonly forget: (() => void)[];
+  private readonly runTimer: NodeJS.Timeout;
+
+  constructor(
+    readonly plan: RunPlan,
+    readonly checks: CheckIndex,
+    readonly control: Control,
+    readonly total: number,
+  ) {
+    this.scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
+    this.connect = plan.connect ?? connect;
+    this.forget = [trackTempDir(this.root), trackRunMarker(this.scope.marker)];
+    const runTimeoutMs = Math.min(plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS);
+    this.runTimer = setTimeout(() => {
+      this.runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
+      this.scope.abort(this.runExpired);
+    }, runTimeoutMs);
+  }
+
+  progress(event: ProgressEvent): void {
+    this.plan.onProgress?.(event);
+  }
+
+  /** A job under way in `scope`, with its work (awaited at the end, even if given up on). */
+  begin(job: Job, scope: ProcessScope, work: Promise<unknown>): void {
+    this.inFlight.set(job, scope);
+    this.works.push(work.catch(() => undefined));
+  }
+
+  finish(job: Job): void {
+    this.inFlight.delete(job);
+  }
+
+  /** Dead at the first startup: nothing queued for this transport starts, and the jobs waiting on a startup stop now. */
+  targetDied(job: Job, failure: StartFailure): void {
+    if (this.startedOnce.has(job.transport) || this.deadAtStart.has(job.transport)) return;
+    this.deadAtStart.set(job.transport, failure);
+    for (const [other, scope] of this.inFlight)
+      if (other !== job && other.transport === job.transport) scope.abort(`target failed to start: ${failure.message}`);
+  }
+
+  /** Stops `connections` in the background (after `lingerMs` unless aborted); `then` runs once they are closed. */
+  closeLater(connections: Connection[], lingerMs: number, then: (closeMs: number) => void): void {
+    // A timer that holds the event loop: the run is not over until these servers are closed.
+    const linger = new Promise<void>((resolve) => setTimeout(resolve, this.scope.aborted === undefined ? lingerMs : 0));
+    const closed = linger.then(async () => {
+      const closeStarted = Date.now();
+      await Promise.allSettled(connections.map((c) => c.close()));
+      then(Date.now() - closeStarted);
+    });
+    this.closing.push(closed);
+  }
+
+  /** Nothing of the run may start from here on: whatever it started stops, then the sweep catches what escaped. */
+  async stop(): Promise<void> {
+    clearTimeout(this.runTimer);
+    this.scope.abort('the run is over');
+    await Promise.race([Promise.allSettled(this.works), sleep(2000)]);
+    await Promise.allSettled(this.closing);
+    sweepMarked(this.scope.marker);
+  }
+
+  /** The temp dir goes once the monitor has read every log in it. */
+  removeFiles(): void {
+    rmSync(this.root, { recursive: true, force: true });
+    for (const forget of this.forget) forget();
+  }
+}

@@ -1,0 +1,37 @@
+import { oversizedMessages } from '../../harness/stdio-transport.js';
+import type { Connection } from '../../harness/target.js';
+import type { TranscriptEntry } from '../../harness/transcript.js';
+
+/** Messages over 1 MB are summarized once the checks are judged: a run's memory stays bounded. */
+export function compactTranscript(connection: Connection | undefined): void {
+  for (const entry of connection?.transcript.entries ?? []) {
+    if (!('message' in entry) || typeof entry.message !== 'object' || entry.message === null) continue;
+    const bytes = oversizedMessages.get(entry.message);
+    if (bytes === undefined) continue;
+    const original = entry.message as Record<string, unknown>;
+    entry.message = { jsonrpc: original.jsonrpc, id: original.id, conformanceNote: `a message of ${bytes} bytes, not kept in the transcript (over 1 MB)` };
+  }
+}
+
+/**
+ * A server scenario's transcript (its ScenarioRecord's): its connection's, then each further
+ * connection's (the catalog's overlapping startups, a session's second server) under a note
+ * naming it, on the same clock. (An isolated run's server, one per exploration sequence, is left
+ * out: its calls are in the counterexample.)
+ */
+export function scenarioTranscript(main: Connection | undefined, extras: Connection[]): TranscriptEntry[] {
+  if (!main || extras.length === 0) return main?.transcript.entries ?? [];
+  const onMainClock = (connection: Connection): TranscriptEntry[] => {
+    // Copies: compacted now (the originals are again when their server is closed).
+    compactTranscript(connection);
+    const shift = connection.transcript.started - main.transcript.started;
+    return connection.transcript.entries.map((entry) => ({ ...entry, t: entry.t + shift }));
+  };
+  return [
+    ...main.transcript.entries,
+    ...extras.flatMap((connection, index): TranscriptEntry[] => [
+      { t: connection.transcript.started - main.transcript.started, dir: 'note', text: `connection ${index + 2} of this scenario` },
+      ...onMainClock(connection),
+    ]),
+  ];
+}

@@ -1,0 +1,211 @@
+import { describe, expect, test } from 'vitest';
+import type { CheckDef, CheckResult, Finding, Need, Scenario, ScenarioContext, Verdict } from '../../suites/engine/model.js';
+import { couldNotRun, fail, notApplicable, pass } from '../../suites/engine/model.js';
+import type { RunPlan } from '../../suites/engine/plan.js';
+import { runSuite } from '../../suites/engine/runner.js';
+import { decideVerdict, type JobEnd } from '../../suites/engine/verdict.js';
+import { EXEC_TOOL, inProcessConnector, ranOutside, type FakeServer } from '../fixtures/in-process-target.js';
+
+/*
+ * The engine without child processes: the verdict order on synthetic inputs (decideVerdict), and
+ * runSuite over an in-process server (test/fixtures/in-process-target.ts) with synthetic scenarios,
+ * one step of that order each.
+ */
+
+const check = (id: string, needs: Need[] = [], extra: Partial<CheckDef> = {}): CheckDef => ({
+  id,
+  rule: 'EXEC-1',
+  level: 'MUST',
+  title: id,
+  summary: '',
+  observes: '',
+  why: '',
+  typicalMistake: '',
+  fix: '',
+  needs,
+  ...extra,
+});
+const finding = (charged: CheckDef, scenario: string, message: string, call = 1): Finding => ({ check: charged, scenario, transport: 'stdio', call, message });
+
+describe('decideVerdict: one function, one documented order', () => {
+  const c = check('t/one');
+  const decide = (early: Verdict | undefined, end: JobEnd = {}, findings: Finding[] = []) => decideVerdict({ check: c, scenario: 's', early, end, findings });
+
+  test('1: the early verdict stands when nothing else applies', () => {
+    expect(decide(pass())).toEqual(pass());
+    expect(decide(notApplicable('needs a real Codex CLI', 'real-codex'))).toMatchObject({ status: 'skip', reason: 'not-applicable' });
+  });
+
+  test('2: a failure resting on an unanswered call when nothing ran is an error; with something run it stays a failure', () => {
+    const failed = fail('the call was not refused');
+    expect(decide(failed, { unanswered: 'tools/call: timeout', nothingRan: true })).toMatchObject({
+      status: 'error',
+      message: expect.stringContaining('a call got no answer (tools/call: timeout)'),
+    });
+    expect(decide(failed, { unanswered: 'tools/call: timeout', nothingRan: false })).toEqual(failed);
+    expect(decide(pass(), { unanswered: 'tools/call: timeout', nothingRan: true })).toEqual(pass());
+  });
+
+  test('3: given up on: every verdict but a skip becomes the error; a check without one gets `undecided`', () => {
+    const givenUp = {
+      verdict: { status: 'error', message: 'timed out', hint: 'scenario-timeout' } as Verdict,
+      undecided: couldNotRun('target failed to start'),
+    };
+    expect(decide(pass(), { givenUp })).toEqual(givenUp.verdict);
+    expect(decide(fail('x'), { givenUp })).toEqual(givenUp.verdict);
+    expect(decide(notApplicable('n/a'), { givenUp })).toMatchObject({ status: 'skip', reason: 'not-applicable' });
+    expect(decide(undefined, { givenUp })).toEqual(givenUp.undecided);
+  });
+
+  test("4: no verdict at all: the job's `undecided`, else an error naming the scenario", () => {
+    expect(decide(undefined, { undecided: { status: 'error', message: 'scenario crashed: boom' } })).toMatchObject({ message: 'scenario crashed: boom' });
+    expect(decide(undefined)).toMatchObject({ status: 'error', message: 'scenario s reached no verdict for t/one' });
+  });
+
+  test("5: the monitor's findings win over a pass, a skip and an error; a failure keeps its message and gains the others' findings", () => {
+    const own = finding(c, 's', 'call #1 ran outside any launch');
+    const elsewhere = finding(c, 'other', 'other call #2 ran outside any launch', 2);
+    for (const early of [pass(), notApplicable('n/a'), couldNotRun('x')]) {
+      expect(decide(early, {}, [elsewhere, own])).toMatchObject({
+        status: 'fail',
+        message: 'call #1 ran outside any launch (and 1 more finding of the sandbox monitor)',
+        diff: ['! other call #2 ran outside any launch'],
+      });
+    }
+    const given = { verdict: { status: 'error', message: 'timed out' } as Verdict, undecided: { status: 'error', message: 'timed out' } as Verdict };
+    expect(decide(pass(), { givenUp: given }, [own])).toMatchObject({ status: 'fail', message: 'call #1 ran outside any launch' });
+    expect(decide(fail('the scenario saw it', { diff: ['- a'] }), {}, [own, elsewhere])).toEqual(
+      fail('the scenario saw it', { diff: ['- a', '! other call #2 ran outside any launch'] }),
+    );
+  });
+});
+
+describe('runSuite over an in-process server', () => {
+  const plan = (server: FakeServer, extra: Partial<RunPlan> = {}): RunPlan & { connect: ReturnType<typeof inProcessConnector> } => ({
+    targets: { stdio: { kind: 'stdio', command: 'in-process', args: [], env: {} } },
+    options: { assumeOptIn: false, callTimeoutMs: 300, startupTimeoutMs: 2_000 },
+    jobs: 2,
+    select: () => true,
+    scenarioTimeoutMs: 3_000,
+    ...extra,
+    connect: inProcessConnector(server),
+  });
+  const scenario = (id: string, checks: CheckDef[], run: (ctx: ScenarioContext) => Promise<Verdict>, extra: Partial<Scenario> = {}): Scenario => ({
+    id,
+    title: id,
+    checks,
+    needs: checks.flatMap((c) => c.needs),
+    transports: ['stdio'],
+    run: async (ctx) => new Map([[checks[0]!.id, await run(ctx)]]),
+    ...extra,
+  });
+  const byId = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r]));
+  const probe = async (ctx: ScenarioContext) => (await ctx.execProbe(ctx.codexEntries())).outcome;
+
+  test('needs: a real Codex and a session adapter are known before anything starts; a missing exec tool once the server answers', async () => {
+    const p = plan({ tools: [] });
+    const report = await runSuite(p, [
+      scenario('codex', [check('t/codex', ['codex'])], async () => pass()),
+      scenario('session', [check('t/session', ['session'])], async () => pass()),
+      scenario('exec', [check('t/exec', ['exec'])], async () => pass()),
+    ]);
+    const results = byId(report.results);
+    expect(results['t/codex']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'real-codex' });
+    expect(results['t/session']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'session-adapter' });
+    expect(results['t/exec']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'exec-adapter' });
+    expect(p.connect.starts).toBe(1); // only the exec scenario needed a server
+  });
+
+  test('a server that does not opt in: opt-in checks could not run, and scenarios of nothing else are not started', async () => {
+    const p = plan({ optIn: false }, { jobs: 1 });
+    const report = await runSuite(p, [
+      scenario('first', [check('t/first', ['opt-in'])], async () => pass()),
+      scenario('second', [check('t/second', ['opt-in'])], async () => pass()),
+    ]);
+    for (const result of report.results) expect(result).toMatchObject({ status: 'skip', reason: 'could-not-run', hint: 'assume-opt-in' });
+    expect(report.stats).toEqual({ serverStarts: 1, scenariosRun: 1 });
+  });
+
+  test("the scenario's verdict, unless our own exec call was rejected as invalid", async () => {
+    const rejecting = plan({ onCall: () => ({ error: { code: -32602, message: 'Invalid params: command must be a string' } }) });
+    const rejected = await runSuite(rejecting, [
+      scenario('s', [check('t/exec', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('the command did not run'))),
+    ]);
+    expect(rejected.results[0]).toMatchObject({
+      status: 'skip',
+      reason: 'could-not-run',
+      hint: 'exec-adapter',
+      message: expect.stringContaining('Invalid params'),
+    });
+    const report = await runSuite(plan({}), [
+      scenario('s', [check('t/exec', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no'))),
+    ]);
+    expect(report.results[0]).toMatchObject({ status: 'pass' });
+  });
+
+  test('a failure resting on a call that got no answer, with nothing run, is an error', async () => {
+    const report = await runSuite(plan({ onCall: () => 'no-answer' }), [
+      scenario('s', [check('t/exec', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no answer'))),
+    ]);
+    expect(report.results[0]).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/^a call got no answer \(tools\/call: .*\(it would read: no answer\)$/),
+    });
+  });
+
+  test('a scenario over its budget is an error with the timeout hint; a crash is an error; a verdict never reached is one', async () => {
+    const report = await runSuite(plan({}, { scenarioTimeoutMs: 200 }), [
+      scenario('slow', [check('t/slow')], () => new Promise<Verdict>((resolve) => setTimeout(() => resolve(pass()), 2_000))),
+      scenario('crash', [check('t/crash')], async () => {
+        throw new Error('boom');
+      }),
+      scenario('silent', [check('t/silent'), check('t/unreached')], async () => pass()),
+    ]);
+    const results = byId(report.results);
+    expect(results['t/slow']).toMatchObject({ status: 'error', hint: 'scenario-timeout', message: expect.stringContaining('scenario timeout') });
+    expect(results['t/crash']).toMatchObject({ status: 'error', message: expect.stringMatching(/^scenario crashed: Error: boom/) });
+    expect(results['t/silent']).toMatchObject({ status: 'pass' });
+    expect(results['t/unreached']).toMatchObject({ status: 'error', message: 'scenario silent reached no verdict for t/unreached' });
+  });
+
+  test('a target dead at its first start: every job of the transport could not run, and the report says why', async () => {
+    const p = plan({ dead: true }, { jobs: 1 });
+    const report = await runSuite(p, [scenario('a', [check('t/a')], async () => pass()), scenario('b', [check('t/b')], async () => pass())]);
+    for (const result of report.results)
+      expect(result).toMatchObject({ status: 'skip', reason: 'could-not-run', message: 'target failed to start: server exited (code 1)' });
+    expect(report.startFailure).toEqual({ message: 'server exited (code 1)', stderrTail: 'no such thing' });
+    expect(p.connect.starts).toBe(1);
+  });
+
+  test("a command run outside any launch fails the check declaring the monitor's exec role, whatever the scenarios said", async () => {
+    const server: FakeServer = {
+      onCall: (params) => {
+        ranOutside(params.arguments!.command as string[]);
+        return { result: { content: [{ type: 'text', text: 'ok' }] } };
+      },
+    };
+    const inside = check('t/inside-launch', ['exec'], { monitors: 'exec' });
+    const report = await runSuite(plan(server), [
+      scenario('runs', [check('t/runs', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no'))),
+      scenario('inside', [inside], async () => pass()),
+    ]);
+    const results = byId(report.results);
+    expect(results['t/inside-launch']).toMatchObject({ status: 'fail', message: expect.stringContaining('outside') });
+    expect(results['t/runs']).toMatchObject({ status: 'pass' });
+    // Without the role's check in the run, the call's own check is charged.
+    const alone = await runSuite(plan(server), [
+      scenario('runs', [check('t/runs', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no'))),
+    ]);
+    expect(alone.results[0]).toMatchObject({ status: 'fail' });
+  });
+
+  test('the server answers; every server is counted; records match results', async () => {
+    const report = await runSuite(plan({}), [
+      scenario('s', [check('t/exec', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no'))),
+    ]);
+    expect(report.scenarios).toEqual([expect.objectContaining({ id: 's', transport: 'stdio', checks: ['t/exec'], ran: true })]);
+    expect(report.scenarios[0]!.transcript.some((e) => 'message' in e)).toBe(true);
+    expect(report.serverInfo).toEqual({ name: 'in-process', version: '0' });
+    expect(report.exec).toMatchObject({ tool: EXEC_TOOL.name });
+  });
+});
