@@ -2,7 +2,6 @@ import { isDeepStrictEqual } from 'node:util';
 import { isAbsolute } from 'node:path';
 import { accessSync, constants, statSync } from 'node:fs';
 import { STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries, type Transport } from '../../harness/codex-wire.js';
-import type { RawOutcome } from '../../harness/codex-session.js';
 import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import type { CheckIndex } from './checks.js';

@@ -21,7 +21,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   const { jobs, queue, control, transports } = planJobs(plan, scenarios);
   const suite = new SuiteRun(plan, indexChecks(scenarios.flatMap((s) => s.checks)), control, queue.length);
   const runs = new Map<Job, ScenarioRun>();
-  let findings: Finding[] = [];
+  let findings: Finding[];
   try {
     suite.progress({ kind: 'start', total: queue.length });
     const work = queue.map((job, index) => () => {

@@ -7,11 +7,9 @@ import { readSessionId, renderArguments, type SessionAdapter } from '../../harne
 import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
-import { argumentsNotAuthority, concurrentCalls, concurrentSameWorkspace, stateFollowsCall } from './authority.js';
-import { commandShapes, executesInsideLaunch } from './execution.js';
-import { argvShape, fidelity, stateUnchanged } from './forwarding.js';
+import { argumentsNotAuthority } from './authority.js';
+import { commandShapes } from './execution.js';
 import { carriesNonce, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
-import { absentFailsClosed, brokenSandbox, failsClosedAfterSuccess, runsGivenExecutable } from './launcher.js';
 import {
   couldNotRun,
   fail,
@@ -26,10 +24,9 @@ import {
   type Scenario,
   type ScenarioContext,
   type Verdict,
+  type Finding,
+  type MonitoredCall,
 } from '../engine/model.js';
-
-import { httpFailsClosed } from './transport.js';
-import type { Finding, MonitoredCall } from '../engine/model.js';
 
 /**
  * Model-based exploration (fast-check's `fc.commands`): random sequences of calls, each sequence
