@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { renderConfig } from '../harness/host-mode/codex-config.js';
 import { hostProgram } from '../harness/host-mode/host-program.js';
+import { DEFECTS, type Transport } from '../fixtures/hosts/broken-host.mjs';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { hostCheckDefs, hostChecks, profileKind, runHostChecks } from '../suites/host/index.js';
 import type { CheckResult } from '../suites/engine/model.js';
@@ -15,7 +16,8 @@ import { realCodexOrFail } from './fixtures/requirements.js';
 
 /**
  * Host mode (`mcp-sandbox-conformance host`): the broken-host fixture without defects passes
- * every check, each of its defects fails exactly the checks aimed at it, every check is failed
+ * every check, each of its defects fails exactly the checks declared beside it (the host matrix,
+ * derived from fixtures/hosts/broken-host.mjs), every check is failed
  * by some defect, and real Codex 0.171.0 (the devDependency) fails host/state-follows-policy-change
  * (its own defect, CONTRACT.md §4 HOST-2) and passes every other MUST check on both transports.
  */
@@ -107,66 +109,55 @@ describe('the broken-host fixture', () => {
     expect(report.results.length).toBe(hostChecks.reduce((n, c) => n + c.transports.length, 0));
   }, 120_000);
 
-  /** Each defect, the transports it is run on, and exactly the checks it must fail there. */
-  const matrix: [defect: string, transports: ('stdio' | 'http')[], fails: string[]][] = [
-    ['state-mismatch', ['stdio'], ['host/state-keys-identical']],
-    ['launcher-over-http', ['http'], ['host/no-launcher-over-http']],
-    ['launcher-relative', ['stdio'], ['host/launcher-over-stdio', 'host/launcher-verified', 'host/direct-call-sandbox-entries']],
-    ['launcher-fails-probe', ['stdio'], ['host/launcher-verified']],
-    // The host's own keys reach the direct call to that server too.
-    ['keys-without-opt-in', ['http'], ['host/no-sandbox-keys-without-opt-in', 'host/direct-call-no-opt-in-stripped']],
-    // Sandbox keys added to resource reads also break their verbatim forwarding.
-    ['keys-on-list', ['stdio'], ['host/sandbox-keys-only-on-tools-call', 'host/resource-read-null-meta', 'host/resource-read-meta-forwarded']],
-    ['stale-cwd-after-first-call', ['stdio'], ['host/each-call-current-entries']],
-    ['state-lags-policy-change', ['stdio', 'http'], ['host/state-follows-policy-change']],
-    // The caller's stale copies differ from each other, so passing them through also breaks HOST-1;
-    // they reach the server that did not opt in as well.
-    [
-      'keeps-caller-sandbox-meta',
-      ['stdio', 'http'],
-      ['host/stale-entries-replaced', 'host/no-launcher-over-http', 'host/state-keys-identical', 'host/direct-call-no-opt-in-stripped'],
-    ],
-    ['drops-unrelated-meta', ['stdio'], ['host/unrelated-meta-kept', 'host/direct-call-meta-verbatim']],
-    ['keeps-caller-thread-id', ['http'], ['host/direct-call-thread-id']],
-    ['no-sandbox-entries-on-direct-calls', ['stdio', 'http'], ['host/direct-call-sandbox-entries']],
-    ['keeps-sandbox-meta-without-opt-in', ['stdio'], ['host/direct-call-no-opt-in-stripped']],
-    ['keeps-caller-progress-token', ['http'], ['host/direct-call-progress-token']],
-    ['progress-token-appended', ['stdio'], ['host/direct-call-progress-token']],
-    ['accepts-non-object-tool-meta', ['stdio'], ['host/direct-call-non-object-meta']],
-    ['accepts-reserved-resource-keys', ['http'], ['host/resource-read-reserved-keys']],
-    ['accepts-non-object-resource-meta', ['stdio'], ['host/resource-read-non-object-meta']],
-    ['rejects-null-resource-meta', ['http'], ['host/resource-read-null-meta']],
-    ['resource-meta-dropped', ['stdio'], ['host/resource-read-meta-forwarded']],
-  ];
+  /**
+   * Each defect, the transports it runs on, and exactly the checks it must fail on each: derived from
+   * the declarations beside the defects in fixtures/hosts/broken-host.mjs (DEFECTS[name].fails).
+   */
+  const matrix = Object.entries(DEFECTS).map(([defect, { fails }]) => ({
+    defect,
+    transports: Object.keys(fails) as Transport[],
+    fails: (transport: Transport) => fails[transport] ?? [],
+    all: Object.values(fails).flat(),
+  }));
 
-  test('the matrix names every defect the fixture has', async () => {
+  test('--list-defects prints every defect the matrix runs, with its description', async () => {
     const listed = await new Promise<string>((resolve) => {
       const child = spawn(process.execPath, [brokenHost, '--list-defects']);
       let out = '';
       child.stdout.on('data', (c) => (out += c));
       child.on('close', () => resolve(out));
     });
-    expect(
-      listed
-        .trim()
-        .split('\n')
-        .map((l) => l.split(/\s+/)[0])
-        .sort(),
-    ).toEqual(matrix.map(([d]) => d).sort());
+    const lines = listed.trim().split('\n');
+    expect(lines.map((l) => l.split(/\s+/)[0]).sort()).toEqual(matrix.map((c) => c.defect).sort());
+    for (const [defect, { description }] of Object.entries(DEFECTS)) expect(lines.find((l) => l.startsWith(`${defect} `))).toContain(description);
+  });
+
+  test('each defect declares, per transport it runs over, checks that run there', () => {
+    const transportsOf = new Map(hostChecks.map((c) => [c.id, c.transports]));
+    const wrong = matrix.flatMap(({ defect, transports, fails }) => [
+      ...(transports.length === 0 ? [`${defect}: no transport`] : []),
+      ...transports.flatMap((t) => [
+        ...(fails(t).length === 0 ? [`${defect}: ${t} fails nothing`] : []),
+        ...fails(t)
+          .filter((id) => !transportsOf.get(id)?.includes(t))
+          .map((id) => `${defect}: ${t} ${id} (${transportsOf.has(id) ? 'not run over it' : 'no such check'})`),
+      ]),
+    ]);
+    expect(wrong).toEqual([]);
   });
 
   test('every host check is failed by some defect', () => {
-    const failed = new Set(matrix.flatMap(([, , fails]) => fails));
+    const failed = new Set(matrix.flatMap((c) => c.all));
     expect(hostCheckDefs.map((c) => c.id).filter((id) => !failed.has(id))).toEqual([]);
   });
 
   // Only the scenarios the aimed-at checks need are run (plus every other check judged from them).
   const scenarioOf = new Map(hostChecks.map((c) => [c.id, c.scenario]));
-  describe.concurrent('each defect fails exactly the checks aimed at it', () => {
+  describe.concurrent('each defect fails exactly the checks declared beside it', () => {
     test.each(matrix)(
-      '%s',
-      async (defect, transports, fails) => {
-        const scenarios = new Set(fails.map((id) => scenarioOf.get(id)!));
+      '$defect',
+      async ({ defect, transports, fails, all }) => {
+        const scenarios = new Set(all.map((id) => scenarioOf.get(id)!));
         const judged = hostChecks.filter((c) => scenarios.has('exec + app-server') || scenarios.has(c.scenario)).map((c) => c.id);
         // The fixture's defects show on every policy change, so a few changes are enough here.
         const report = await runBroken(defect, judged, transports, 3);
@@ -175,11 +166,12 @@ describe('the broken-host fixture', () => {
           .map(key)
           .sort();
         const expected = report.results
-          .filter((r) => fails.includes(r.id))
+          .filter((r) => fails(r.transport).includes(r.id))
           .map(key)
           .sort();
         expect(failing, report.results.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`).join('\n')).toEqual(expected);
-        expect(expected.length).toBeGreaterThan(0);
+        // Every declared failure was judged (none left out by the selection or the transports).
+        expect(expected).toEqual(transports.flatMap((t) => fails(t).map((id) => `${id} (${t})`)).sort());
         expect(report.results.filter((r) => r.status === 'skip' || r.status === 'error').map(key)).toEqual([]);
       },
       120_000,

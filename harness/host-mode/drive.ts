@@ -22,7 +22,7 @@ import {
 
 /**
  * Drives a host (real Codex, or anything with the same CLI subset) through host mode's two
- * scenarios and returns what the recording server saw. Knows no rule: suites/host/index.ts judges.
+ * scenarios and returns what the recording server saw. Knows no rule: the checks in suites/host/ judge.
  *
  *  - exec: `<host> exec` with a scripted model that makes two calls in a row to the opted-in
  *    recording server, then one to a recording server that did not opt in.

@@ -388,7 +388,7 @@ export interface Scenario extends ScenarioBase {
 }
 
 /**
- * A scenario of host mode (suites/host/index.ts): no server is started; it drives the plan's host
+ * A scenario of host mode (suites/host/scenario.ts): no server is started; it drives the plan's host
  * (RunPlan.host) against recording servers and judges what they saw. The runner gives it the same
  * jobs, timeouts, progress, results and cleanup as a server scenario.
  */
