@@ -1,7 +1,8 @@
 import type { Transport } from '../harness/codex-wire.js';
 import { hostProgram, HostNotFound } from '../harness/host-mode/host-program.js';
 import { POLICY_CHANGES } from '../harness/host-mode/drive.js';
-import { hostCheckDefs, hostTransportsOf, runHostChecks } from '../suites/host/index.js';
+import { runHostChecks } from '../suites/host/index.js';
+import { checksOf, transportsOf } from '../suites/index.js';
 import { parseEnvPairs, UsageError } from './config.js';
 import { EXIT } from './exit-codes.js';
 import { createProgress } from './progress.js';
@@ -90,11 +91,11 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
   if ((args._ as unknown[]).length) throw new UsageError(`host takes no positional arguments (got ${(args._ as unknown[]).join(' ')}); see host --help`);
 
   if (args.list) {
-    process.stdout.write(renderList(hostCheckDefs, hostTransportsOf));
+    process.stdout.write(renderList(checksOf('host'), transportsOf));
     return EXIT.ok;
   }
   if (args.explain !== undefined) {
-    const check = hostCheckDefs.find((c) => c.id === args.explain);
+    const check = checksOf('host').find((c) => c.id === args.explain);
     if (!check) throw new UsageError(`unknown host check "${args.explain}"; see mcp-sandbox-conformance host --list`);
     process.stdout.write(renderExplain(check));
     return EXIT.ok;
@@ -109,7 +110,7 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
   if (!(Number.isInteger(args['policy-changes']) && args['policy-changes'] >= 1)) throw new UsageError('--policy-changes must be a whole number, 1 or more');
   const transports: Transport[] = args.transport === 'both' ? ['stdio', 'http'] : [args.transport];
   // Only the checks of the transports in the run: a selection of none of them would be a green run of nothing.
-  const runnable = hostCheckDefs.filter((c) => hostTransportsOf(c.id).some((t) => transports.includes(t)));
+  const runnable = checksOf('host').filter((c) => transportsOf(c.id).some((t) => transports.includes(t)));
   const select = selectionOf(args, runnable, `host --list (over --transport ${args.transport})`);
   // A host run takes a minute: a report that cannot be written is said before it starts.
   checkOutputPaths(listOf(args.reporter), args.transcripts);
@@ -140,5 +141,5 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
   } finally {
     progress.stop();
   }
-  return emitResults(report, args, { target: host.display, version, checks: hostCheckDefs, mode: 'host' });
+  return emitResults(report, args, { target: host.display, version, checks: checksOf('host'), mode: 'host' });
 }

@@ -6,7 +6,7 @@ import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
 import { cleanUpEverythingNow, containment } from '../harness/process-group.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
-import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
+import { allChecks, allScenarios, checkById, everyCheck, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import type { ExploreOptions } from '../suites/engine/model.js';
 import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/engine/runner.js';
@@ -188,20 +188,18 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'host') return (await import('./host.js')).hostCommand(argv.slice(1), version);
   if (argv[0] === 'list') {
     // Server checks first, then the host subcommand's; globs (`list 'host/*'`) keep the checks whose id matches one.
-    const { hostCheckDefs, hostTransportsOf } = await import('../suites/host/index.js');
     const patterns = argv.slice(1);
     const matches = patterns.length ? globMatcher(patterns) : () => true;
-    const listed = [...allChecks, ...hostCheckDefs].filter((c) => matches(c.id));
+    const listed = everyCheck.filter((c) => matches(c.id));
     if (listed.length === 0) throw new UsageError(`no check id matches ${patterns.join(' ')}; see mcp-sandbox-conformance list`);
-    process.stdout.write(renderList(listed, (id) => [...transportsOf(id), ...hostTransportsOf(id)]));
+    process.stdout.write(renderList(listed, transportsOf));
     return EXIT.ok;
   }
   if (argv[0] === 'explain') {
     const id = argv[1];
-    const checks = [...allChecks, ...(await import('../suites/host/index.js')).hostCheckDefs];
-    const check = checks.find((c) => c.id === id);
+    const check = id ? checkById(id) : undefined;
     // A rule ID (LAUNCH-1, EXEC-1, ...) explains every check that hangs under it.
-    const underRule = id ? checks.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
+    const underRule = id ? everyCheck.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
     if ((!check && underRule.length === 0) || argv.length > 2) {
       throw new UsageError(`unknown check or rule "${id ?? ''}"; see mcp-sandbox-conformance list (and CONTRACT.md for the rules)`);
     }

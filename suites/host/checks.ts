@@ -1,4 +1,3 @@
-import type { Transport } from '../../harness/codex-wire.js';
 import type { CheckDef } from '../engine/model.js';
 import { host1Checks } from './host-1-state-keys-and-launcher.js';
 import { host2Checks } from './host-2-current-sandbox-entries.js';
@@ -11,6 +10,3 @@ export const hostChecks: HostCheck[] = [...host1Checks, ...host2Checks, ...host4
 
 /** The checks as `list`/`explain` know them (one entry per id). */
 export const hostCheckDefs: CheckDef[] = hostChecks.map(({ transports: _t, scenario: _s, judge: _j, ...def }) => def);
-
-/** The transports a host check runs over, for `list`. */
-export const hostTransportsOf = (checkId: string): Transport[] => hostChecks.find((c) => c.id === checkId)?.transports ?? [];

@@ -7,6 +7,6 @@
  *   scenario.ts      the host scenarios (drive the host, judge each check) and runHostChecks
  */
 export type { HostCheck, HostObservations, HostRun } from './host-check.js';
-export { hostCheckDefs, hostChecks, hostTransportsOf } from './checks.js';
+export { hostCheckDefs, hostChecks } from './checks.js';
 export { profileKind } from './sandbox-state.js';
 export { hostScenarios, runHostChecks, type HostPlan } from './scenario.js';
