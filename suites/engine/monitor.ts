@@ -159,7 +159,7 @@ export function monitor(input: MonitorInput): Finding[] {
   // One finding per call and cause: a worker that ran the same call twice says it once.
   const seen = new Set<string>();
   return findings.filter((f) => {
-    const key = `${f.check}\0${f.call ?? ''}\0${f.message}`;
+    const key = `${f.check.id}\0${f.call ?? ''}\0${f.message}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
