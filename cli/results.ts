@@ -29,7 +29,7 @@ import { formatTranscript, redactArgv, redactText, writeTranscripts } from './tr
 /**
  * What happens after the run: the baseline turns known failures into xfail (and known failures
  * that went away into xpass), every reporter writes its format, transcripts go to disk, and the
- * exit code is decided. Data flows one way (DESIGN.md): the runner's report in, files and an exit
+ * exit code is decided. Data flows one way (README, Layout): the runner's report in, files and an exit
  * code out; nothing here touches a target.
  */
 

@@ -3,14 +3,14 @@ import type { CheckDef, Scenario } from './engine/model.js';
 import { hostCheckDefs, hostChecks } from './host/checks.js';
 import { aliasScenarios } from './server/aliases.js';
 import { authorityScenarios } from './server/authority.js';
-import { capabilityScenario } from './server/capability.js';
-import { catalogScenario, inventoryScenario } from './server/catalog.js';
+import { capabilityScenarios } from './server/capability.js';
+import { catalogScenarios } from './server/catalog.js';
 import { enforcementScenarios } from './server/enforcement.js';
 import { executionScenarios } from './server/execution.js';
-import { exploreScenario } from './server/explore.js';
-import { codexCallScenario } from './server/forwarding.js';
+import { exploreScenarios } from './server/explore.js';
+import { forwardingScenarios } from './server/forwarding.js';
 import { launcherScenarios } from './server/launcher.js';
-import { resourceScenario } from './server/resources.js';
+import { resourceScenarios } from './server/resources.js';
 import { transportScenarios } from './server/transport.js';
 
 /**
@@ -19,20 +19,19 @@ import { transportScenarios } from './server/transport.js';
  * checks up here.
  */
 
-/** Every scenario of server mode, in report order. */
+/** Every scenario of server mode, in report order: each area's (suites/server/<area>.ts) in turn. */
 export const allScenarios: Scenario[] = [
-  capabilityScenario,
-  codexCallScenario,
+  ...capabilityScenarios,
+  ...forwardingScenarios,
   ...executionScenarios,
   ...aliasScenarios,
   ...launcherScenarios,
   ...transportScenarios,
   ...authorityScenarios,
-  resourceScenario,
-  catalogScenario,
-  inventoryScenario,
+  ...resourceScenarios,
+  ...catalogScenarios,
   ...enforcementScenarios,
-  exploreScenario,
+  ...exploreScenarios,
 ];
 
 /** Every check of server mode, in report order, each once. */

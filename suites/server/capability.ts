@@ -73,3 +73,6 @@ export const capabilityScenario: Scenario = {
   transports: ['stdio', 'http'],
   run: async (ctx) => judgeCapabilities(ctx.handshake.initializeResult),
 };
+
+/** The scenarios of this area, in report order (suites/index.ts lists the areas). */
+export const capabilityScenarios: Scenario[] = [capabilityScenario];

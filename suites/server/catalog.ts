@@ -246,3 +246,6 @@ export const inventoryScenario: Scenario = {
     return new Map([[inventoryServed.id, verdict]]);
   },
 };
+
+/** The scenarios of this area, in report order (suites/index.ts lists the areas). */
+export const catalogScenarios: Scenario[] = [catalogScenario, inventoryScenario];

@@ -705,3 +705,6 @@ export const exploreScenario: Scenario = {
     return new Map([[sequencesHoldContract.id, verdict]]);
   },
 };
+
+/** The scenarios of this area, in report order (suites/index.ts lists the areas). */
+export const exploreScenarios: Scenario[] = [exploreScenario];

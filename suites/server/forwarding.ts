@@ -132,3 +132,6 @@ export const codexCallScenario: Scenario = {
     ]);
   },
 };
+
+/** The scenarios of this area, in report order (suites/index.ts lists the areas). */
+export const forwardingScenarios: Scenario[] = [codexCallScenario];

@@ -76,3 +76,6 @@ export const resourceScenario: Scenario = {
     return verdicts;
   },
 };
+
+/** The scenarios of this area, in report order (suites/index.ts lists the areas). */
+export const resourceScenarios: Scenario[] = [resourceScenario];
