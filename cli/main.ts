@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
+import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
 import { cleanUpEverythingNow } from '../harness/process-group.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
@@ -12,6 +13,7 @@ import type { ExploreOptions } from '../suites/engine/model.js';
 import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/engine/runner.js';
 import {
   assertDirectory,
+  envVarNames,
   loadConfig,
   exploreSeed,
   globMatcher,
@@ -40,6 +42,7 @@ const VALUE_OPTIONS = [
   'exec-args',
   'config',
   'env',
+  'env-var',
   'cwd',
   'url',
   'http-command',
@@ -120,7 +123,17 @@ async function main(argv: string[]): Promise<number> {
       group: 'Target:',
     })
     .option('config', { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' })
-    .option('env', { type: 'string', describe: 'Extra environment for the server, NAME=VALUE (repeatable); it gets ours in full too', group: 'Target:' })
+    .option('env', {
+      type: 'string',
+      describe:
+        "The server's env, as in Codex's config: NAME=VALUE (repeatable), on top of the environment Codex builds (HOME, PATH, USER, LANG, ..., the CA-bundle variables; nothing else of ours)",
+      group: 'Target:',
+    })
+    .option('env-var', {
+      type: 'string',
+      describe: "The server's env_vars, as in Codex's config: a variable NAME passed on from our environment (repeatable)",
+      group: 'Target:',
+    })
     .option('cwd', { type: 'string', describe: 'Working directory of the server', group: 'Target:' })
     .option('url', { type: 'string', describe: 'A running Streamable HTTP server to test too (loopback), e.g. http://127.0.0.1:8080/mcp', group: 'Target:' })
     .option('http-command', {
@@ -238,6 +251,7 @@ async function main(argv: string[]): Promise<number> {
   if (args['http-command'] && !args['http-command'].includes('{port}')) throw new UsageError('--http-command must contain {port}');
   const { config } = loadConfig(args.config);
   const env = { ...config.env, ...parseEnvPairs(listOf(args.env)) };
+  const envVars = [...(config.envVars ?? []), ...envVarNames(listOf(args['env-var']), '--env-var')];
   const execArgs = parseExecArgs(args['exec-args']);
   for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
@@ -272,11 +286,12 @@ async function main(argv: string[]): Promise<number> {
   const maxMessageBytes = args['max-message-mb'] !== undefined ? { maxMessageBytes: Math.floor(args['max-message-mb'] * 1024 * 1024) } : {};
   const plan: RunPlan = {
     targets: {
-      stdio: command.length ? { ...stdioTarget(command, env, cwd), ...maxMessageBytes } : undefined,
+      // Codex starts a stdio server with an environment it builds; its user starts an HTTP one with theirs.
+      stdio: command.length ? { ...stdioTarget(command, codexServerEnvironment(process.env, { env, envVars }), cwd), ...maxMessageBytes } : undefined,
       http: args.url
         ? { kind: 'http-url', url: args.url }
         : args['http-command']
-          ? { kind: 'http-command', command: args['http-command'], path: args['http-path'], env, cwd }
+          ? { kind: 'http-command', command: args['http-command'], path: args['http-path'], environment: userServerEnvironment(process.env, env), cwd }
           : undefined,
     },
     realCodex,

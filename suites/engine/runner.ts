@@ -3,7 +3,16 @@ import { chmod, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codexSandboxEntries, codexState, STATE_KEY, STATE_KEY_DEPRECATED, type ConnectionPurpose } from '../../harness/codex-wire.js';
-import { adapterRejection, resolveExecAdapter, renderCommand, usesShellString, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import {
+  adapterRejection,
+  resolveExecAdapter,
+  renderCommand,
+  toolAllowed,
+  usesShellString,
+  type ExecAdapter,
+  type SessionAdapter,
+  type ToolFilter,
+} from '../../harness/exec-adapter.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { TargetStartError } from '../../harness/codex-session.js';
 import { ScenarioObservers, type Observations } from '../../harness/observers.js';
@@ -78,6 +87,8 @@ export interface RunPlan {
   /** Host mode: the host its scenarios (HostScenario) drive, over these transports. */
   host?: HostTarget;
   exec?: { tool: string; arguments?: unknown; source: 'flag' | 'config' };
+  /** The tools the suite may call (a Codex config's enabled_tools and disabled_tools); exec detection looks only at these. */
+  tools?: ToolFilter;
   options: RunOptions;
   jobs: number;
   /** Which checks to report (--only / --skip). */
@@ -109,6 +120,9 @@ const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so 
 const didNotOptIn = () => couldNotRun(NOT_OPTED_IN, undefined, 'assume-opt-in');
 const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-target');
 
+/** Whether the tool filter lets the suite call the session adapter's tools. */
+const sessionAllowed = (plan: RunPlan): boolean => Boolean(plan.session && toolAllowed(plan.tools, plan.session.open.tool) && toolAllowed(plan.tools, plan.session.send.tool));
+
 /** Needs known before anything starts: a real Codex, a transport the plan has. */
 function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
   if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI', 'real-codex');
@@ -116,7 +130,20 @@ function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
   if (check.needs.includes('session') && !plan.session) {
     return notApplicable('needs a session adapter', 'session-adapter');
   }
+  if (check.needs.includes('session') && !sessionAllowed(plan)) {
+    return notApplicable("the session adapter's tools are not enabled for this server in the Codex config (enabled_tools, disabled_tools)", 'session-adapter');
+  }
   return undefined;
+}
+
+/** Why a target never got through startup. */
+export interface StartFailure {
+  message: string;
+  stderrTail: string;
+  /** The transport that failed (stdio when both did). */
+  transport?: Transport;
+  /** The server process ended before it answered `initialize` (harness TargetStartError). */
+  endedBeforeInitialize?: boolean;
 }
 
 export interface RunReport {
@@ -125,7 +152,7 @@ export interface RunReport {
   /** In the scenario list's order; each names its scenario and transport. */
   results: CheckResult[];
   /** Set when the target never got through startup in any scenario. */
-  startFailure?: { message: string; stderrTail: string };
+  startFailure?: StartFailure;
   serverInfo?: unknown;
   capabilities?: unknown;
   /** The transports the plan had targets for (whatever --only selected). */
@@ -185,7 +212,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   let scenariosRun = 0;
   // Per transport: whether a startup ever succeeded, and the first startup failure before that.
   const startedOnce = new Set<Transport>();
-  const deadAtStart = new Map<Transport, { message: string; stderrTail: string }>();
+  const deadAtStart = new Map<Transport, StartFailure>();
   const scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
   const runTimeoutMs = plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
   let runExpired: string | undefined;
@@ -371,7 +398,12 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
             if (!startedHere && !startedOnce.has(job.transport) && !deadAtStart.has(job.transport)) {
               // Dead at the first startup: nothing queued for this transport starts, and the
               // scenarios already waiting on a startup stop waiting now.
-              deadAtStart.set(job.transport, { message: error.message, stderrTail: error.stderrTail });
+              deadAtStart.set(job.transport, {
+                message: error.message,
+                stderrTail: error.stderrTail,
+                transport: job.transport,
+                endedBeforeInitialize: error.endedBeforeInitialize,
+              });
               for (const [other, otherScope] of inFlight) {
                 if (other !== job && other.transport === job.transport) otherScope.abort(`target failed to start: ${error.message}`);
               }
@@ -481,7 +513,7 @@ async function runWithConnection(
 ): Promise<void> {
   const { handshake } = connection;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(handshake.initializeResult);
-  const adapter = resolveExecAdapter(handshake.tools, plan.exec);
+  const adapter = resolveExecAdapter(handshake.tools, plan.exec, plan.tools);
   const exec: ExecAdapter | undefined = 'missing' in adapter ? undefined : adapter;
   log.exec = exec;
 
@@ -515,7 +547,7 @@ async function runWithConnection(
     optedIn,
     control: () => control.facts,
     publishControl: (facts) => control.publish(facts),
-    sessionAdapter: plan.session,
+    sessionAdapter: sessionAllowed(plan) ? plan.session : undefined,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => openConnection(purpose),
     progress: (note) => plan.onProgress?.({ kind: 'scenario-note', scenario: scenario.id, transport: connection.transport, note }),
