@@ -27,6 +27,7 @@ import {
   type ConfigFile,
   UsageError,
 } from './config.js';
+import { diagnoseEnvironment } from './diagnose.js';
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
@@ -320,6 +321,13 @@ async function main(argv: string[]): Promise<number> {
     report = await runSuite(plan, allScenarios);
   } finally {
     progress.stop();
+  }
+  // A stdio server that died before answering initialize under Codex's environment: is a variable
+  // it needs missing? (Started again for diagnosis only, with the suite's full environment.)
+  const stdio = plan.targets.stdio;
+  if (stdio && report.startFailure?.transport === 'stdio' && report.startFailure.endedBeforeInitialize) {
+    const diagnosis = await diagnoseEnvironment(stdio, { parent: process.env, env, startupTimeoutMs: plan.options.startupTimeoutMs });
+    report.startFailure = { ...report.startFailure, message: [report.startFailure.message, ...diagnosis.lines].join('\n') };
   }
   const unknownTool = args['exec-tool'] !== undefined ? unlistedExecTool(args['exec-tool'], report) : undefined;
   if (unknownTool) throw new UsageError(unknownTool);

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { findNeededVariables, MAX_SEARCH_STARTS } from '../../cli/diagnose.js';
 import { CODEX_CA_ENV_VARS, CODEX_DEFAULT_ENV_VARS, codexServerEnvironment, isSuiteVariable, userServerEnvironment } from '../../harness/codex-environment.js';
 
 const PARENT: NodeJS.ProcessEnv = {
@@ -64,5 +65,40 @@ describe('the environment of a server its user starts (--http-command)', () => {
     expect(env.GEM_HOME).toBe('/given');
     expect(env.EXTRA).toBe('x');
     expect(Object.keys(env).filter(isSuiteVariable)).toEqual([]);
+  });
+});
+
+describe('which variables a server needs (findNeededVariables, cli/diagnose.ts)', () => {
+  const names = (n: number) => Array.from({ length: n }, (_, i) => `VAR_${String(i).padStart(3, '0')}`);
+  /** A server that starts when every one of `needs` is set. */
+  const server = (needs: string[]) => {
+    const calls: string[][] = [];
+    return { calls, works: async (subset: string[]) => (calls.push(subset), needs.every((n) => subset.includes(n))) };
+  };
+
+  test.each([1, 2, 7, 64, 128])('one variable among %i: found within 8 starts, and checked alone', async (n) => {
+    for (const index of [0, n - 1, Math.floor(n / 3)]) {
+      const wanted = names(n)[index]!;
+      const s = server([wanted]);
+      const found = await findNeededVariables(names(n), s.works);
+      expect(found).toMatchObject({ needed: [wanted], unresolved: [] });
+      expect(found.starts).toBe(s.calls.length);
+      expect(s.calls.length).toBeLessThanOrEqual(MAX_SEARCH_STARTS);
+    }
+  });
+  test('two variables among 10: both found', async () => {
+    const s = server(['VAR_002', 'VAR_007']);
+    const found = await findNeededVariables(names(10), s.works);
+    expect(found.needed.sort()).toEqual(['VAR_002', 'VAR_007']);
+    expect(found.unresolved).toEqual([]);
+    expect(s.calls.length).toBeLessThanOrEqual(MAX_SEARCH_STARTS);
+  });
+  test('out of starts: what is left is named as unresolved, never more than 8 starts', async () => {
+    const s = server(['VAR_001', 'VAR_150', 'VAR_299']);
+    const found = await findNeededVariables(names(300), s.works);
+    expect(s.calls.length).toBe(MAX_SEARCH_STARTS);
+    // Whatever it settled, the needed and unresolved together still make the server start.
+    expect(await s.works([...found.needed, ...found.unresolved])).toBe(true);
+    expect(found.unresolved.length).toBeGreaterThan(0);
   });
 });
