@@ -49,16 +49,16 @@ function assertFile(file: string, given: string, executable: boolean): void {
 }
 
 /** The suite only ever talks to loopback: a non-loopback URL is a usage error. Credentials (`user:pw@`) become an Authorization header (harness/http-target.ts). */
-export function assertLoopbackUrl(text: string): void {
+export function assertLoopbackUrl(text: string, label = '--url'): void {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new UsageError(`--url is not a URL: ${text}`);
+    throw new UsageError(`${label} is not a URL: ${text}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http(s): ${text}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${label} must be http(s): ${text}`);
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-    throw new UsageError(`--url must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
+    throw new UsageError(`${label} must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
   }
 }
 
