@@ -40,7 +40,19 @@ export interface ConfigFile {
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
-const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'envVars', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta', 'explore']);
+const KNOWN_KEYS = new Set([
+  '$schema',
+  'exec',
+  'env',
+  'envVars',
+  'cwd',
+  'startupTimeoutSec',
+  'callTimeoutSec',
+  'assumeOptIn',
+  'session',
+  'resourceReadMeta',
+  'explore',
+]);
 
 /** Loads --config FILE, or the default file when present. */
 export function loadConfig(path: string | undefined): { config: ConfigFile; path?: string } {
@@ -82,7 +94,8 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
     config.env = raw.env as Record<string, string>;
   }
   if (raw.envVars !== undefined) {
-    if (!Array.isArray(raw.envVars) || raw.envVars.some((v) => typeof v !== 'string')) throw new UsageError(`${where('envVars')} must be a list of variable names`);
+    if (!Array.isArray(raw.envVars) || raw.envVars.some((v) => typeof v !== 'string'))
+      throw new UsageError(`${where('envVars')} must be a list of variable names`);
     config.envVars = envVarNames(raw.envVars as string[], where('envVars'));
   }
   if (raw.cwd !== undefined) {

@@ -12,10 +12,29 @@
  */
 
 /** What Codex passes on from its own environment to every stdio server (Unix; each only where set). */
-export const CODEX_DEFAULT_ENV_VARS: readonly string[] = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'USER', '__CF_USER_TEXT_ENCODING', 'LANG', 'LC_ALL', 'TERM', 'TMPDIR', 'TZ'];
+export const CODEX_DEFAULT_ENV_VARS: readonly string[] = [
+  'HOME',
+  'LOGNAME',
+  'PATH',
+  'SHELL',
+  'USER',
+  '__CF_USER_TEXT_ENCODING',
+  'LANG',
+  'LC_ALL',
+  'TERM',
+  'TMPDIR',
+  'TZ',
+];
 
 /** The CA-bundle variables Codex passes on too (each only where set). */
-export const CODEX_CA_ENV_VARS: readonly string[] = ['CURL_CA_BUNDLE', 'GIT_SSL_CAINFO', 'NODE_EXTRA_CA_CERTS', 'PIP_CERT', 'REQUESTS_CA_BUNDLE', 'SSL_CERT_FILE'];
+export const CODEX_CA_ENV_VARS: readonly string[] = [
+  'CURL_CA_BUNDLE',
+  'GIT_SSL_CAINFO',
+  'NODE_EXTRA_CA_CERTS',
+  'PIP_CERT',
+  'REQUESTS_CA_BUNDLE',
+  'SSL_CERT_FILE',
+];
 
 /** How a server's configuration adds to its environment: Codex's `env` table and `env_vars` list. */
 export interface ServerEnvironmentConfig {

@@ -77,7 +77,9 @@ export function resolveExecAdapter(
   const tools = allTools.filter((t) => toolAllowed(filter, t.name));
   if (configured) {
     if (!toolAllowed(filter, configured.tool)) {
-      return { missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it` };
+      return {
+        missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it`,
+      };
     }
     if (configured.arguments !== undefined) return { tool: configured.tool, arguments: configured.arguments, source: configured.source };
     const tool = tools.find((t) => t.name === configured.tool);

@@ -24,8 +24,8 @@ export interface StdioTarget {
 /** A Streamable HTTP server: one already running (`url`), or a command the suite starts per scenario. */
 export type HttpTarget = (
   | /** `url` may carry `user:password@`: sent as `Authorization: Basic` on every request, never in the URL. */
-  { kind: 'http-url'; url: string }
-  /** `environment`: the whole environment of the command (its user's: userServerEnvironment), the PATH trap added. */
+    { kind: 'http-url'; url: string }
+    /** `environment`: the whole environment of the command (its user's: userServerEnvironment), the PATH trap added. */
   | { kind: 'http-command'; command: string; path: string; environment: Record<string, string>; cwd?: string }
 ) & {
   /** Headers sent on every request besides Codex's own (a Codex config's http_headers, env_http_headers and bearer token). */
@@ -64,7 +64,8 @@ async function handshakeOrThrow(
   try {
     return await session.handshake(startupTimeoutMs);
   } catch (error) {
-    const endedBeforeInitialize = error instanceof TargetStartError && error.message.startsWith('initialize failed:') && !error.message.includes('the result is not an object') && ended();
+    const endedBeforeInitialize =
+      error instanceof TargetStartError && error.message.startsWith('initialize failed:') && !error.message.includes('the result is not an object') && ended();
     await cleanup();
     if (error instanceof TargetStartError) throw new TargetStartError(error.message, transcript.stderrTail(), endedBeforeInitialize);
     throw error;

@@ -83,7 +83,12 @@ const recordingTarget = (transport: Transport, log: string, capability: Capabili
   const args = [RECORDING_SERVER, '--log', log, '--capability', capability];
   return transport === 'stdio'
     ? { kind: 'stdio', command: process.execPath, args, environment: codexServerEnvironment(process.env) }
-    : { kind: 'http-command', command: [process.execPath, ...args, '--http', '--port'].map(shellQuote).join(' ') + ' {port}', path: '/mcp', environment: userServerEnvironment(process.env) };
+    : {
+        kind: 'http-command',
+        command: [process.execPath, ...args, '--http', '--port'].map(shellQuote).join(' ') + ' {port}',
+        path: '/mcp',
+        environment: userServerEnvironment(process.env),
+      };
 };
 
 /** A fresh dir with a workspace whose name has a space, like host mode's. */

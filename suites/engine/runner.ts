@@ -121,7 +121,8 @@ const didNotOptIn = () => couldNotRun(NOT_OPTED_IN, undefined, 'assume-opt-in');
 const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-target');
 
 /** Whether the tool filter lets the suite call the session adapter's tools. */
-const sessionAllowed = (plan: RunPlan): boolean => Boolean(plan.session && toolAllowed(plan.tools, plan.session.open.tool) && toolAllowed(plan.tools, plan.session.send.tool));
+const sessionAllowed = (plan: RunPlan): boolean =>
+  Boolean(plan.session && toolAllowed(plan.tools, plan.session.open.tool) && toolAllowed(plan.tools, plan.session.send.tool));
 
 /** Needs known before anything starts: a real Codex, a transport the plan has. */
 function staticUnmet(check: CheckDef, plan: RunPlan): Verdict | undefined {
