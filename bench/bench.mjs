@@ -28,6 +28,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { runSuite } = await import(pathToFileURL(join(root, 'dist/suites/engine/runner.js')).href);
 const { allScenarios } = await import(pathToFileURL(join(root, 'dist/suites/index.js')).href);
 const { EXPLORE_DEFAULTS } = await import(pathToFileURL(join(root, 'dist/suites/server/explore.js')).href);
+const { codexServerEnvironment } = await import(pathToFileURL(join(root, 'dist/harness/codex-environment.js')).href);
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);
@@ -51,7 +52,7 @@ const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
 function plan(jobs, explore = EXPLORE_DEFAULTS, select = () => true) {
   return {
-    targets: { stdio: { kind: 'stdio', command: process.execPath, args: [referenceServer], env: {} } },
+    targets: { stdio: { kind: 'stdio', command: process.execPath, args: [referenceServer], environment: codexServerEnvironment(process.env) } },
     session,
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 60_000, ...(explore ? { explore } : {}) },
     jobs,

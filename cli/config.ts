@@ -24,7 +24,10 @@ export function timeoutSeconds(value: unknown, where: string): number {
 /** mcp-sandbox-conformance.json: everything a flag can say, for a repository to keep. */
 export interface ConfigFile {
   exec?: { tool: string; arguments?: unknown };
+  /** The server's `env` as Codex's config has it: set on top of the environment Codex builds. */
   env?: Record<string, string>;
+  /** The server's `env_vars` as Codex's config has it: names passed on from our environment. */
+  envVars?: string[];
   cwd?: string;
   startupTimeoutSec?: number;
   callTimeoutSec?: number;
@@ -37,7 +40,19 @@ export interface ConfigFile {
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
-const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta', 'explore']);
+const KNOWN_KEYS = new Set([
+  '$schema',
+  'exec',
+  'env',
+  'envVars',
+  'cwd',
+  'startupTimeoutSec',
+  'callTimeoutSec',
+  'assumeOptIn',
+  'session',
+  'resourceReadMeta',
+  'explore',
+]);
 
 /** Loads --config FILE, or the default file when present. */
 export function loadConfig(path: string | undefined): { config: ConfigFile; path?: string } {
@@ -77,6 +92,11 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
       throw new UsageError(`${where('env')} must map names to strings`);
     }
     config.env = raw.env as Record<string, string>;
+  }
+  if (raw.envVars !== undefined) {
+    if (!Array.isArray(raw.envVars) || raw.envVars.some((v) => typeof v !== 'string'))
+      throw new UsageError(`${where('envVars')} must be a list of variable names`);
+    config.envVars = envVarNames(raw.envVars as string[], where('envVars'));
   }
   if (raw.cwd !== undefined) {
     if (typeof raw.cwd !== 'string') throw new UsageError(`${where('cwd')} must be a string`);
@@ -147,6 +167,14 @@ export function parseEnvPairs(pairs: string[]): Record<string, string> {
     env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return env;
+}
+
+/** Names of variables to pass on (--env-var NAME, "envVars", Codex's env_vars): each a name, without "=". */
+export function envVarNames(names: string[], where: string): string[] {
+  for (const name of names) {
+    if (name === '' || name.includes('=') || name.includes('\0')) throw new UsageError(`${where} expects a variable name, got ${JSON.stringify(name)}`);
+  }
+  return names;
 }
 
 /** --exec-args: a JSON object that places the command somewhere, as "{{argv}}" or "{{command}}". */

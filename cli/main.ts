@@ -4,14 +4,17 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
+import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
 import { cleanUpEverythingNow, containment } from '../harness/process-group.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, checkById, everyCheck, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import type { ExploreOptions } from '../suites/engine/model.js';
+import type { StdioTarget } from '../harness/target.js';
 import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/engine/runner.js';
 import {
   assertDirectory,
+  envVarNames,
   loadConfig,
   exploreSeed,
   globMatcher,
@@ -25,6 +28,8 @@ import {
   type ConfigFile,
   UsageError,
 } from './config.js';
+import { defaultCodexConfigPath, loadCodexServer } from './codex-config.js';
+import { diagnoseEnvironment } from './diagnose.js';
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
@@ -40,10 +45,12 @@ const VALUE_OPTIONS = [
   'exec-args',
   'config',
   'env',
+  'env-var',
   'cwd',
   'url',
   'http-command',
   'http-path',
+  'server',
   'codex',
   'session',
   'startup-timeout',
@@ -120,8 +127,25 @@ async function main(argv: string[]): Promise<number> {
       group: 'Target:',
     })
     .option('config', { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' })
-    .option('env', { type: 'string', describe: 'Extra environment for the server, NAME=VALUE (repeatable); it gets ours in full too', group: 'Target:' })
+    .option('env', {
+      type: 'string',
+      describe:
+        "The server's env, as in Codex's config: NAME=VALUE (repeatable), on top of the environment Codex builds (HOME, PATH, USER, LANG, ..., the CA-bundle variables; nothing else of ours)",
+      group: 'Target:',
+    })
+    .option('env-var', {
+      type: 'string',
+      describe: "The server's env_vars, as in Codex's config: a variable NAME passed on from our environment (repeatable)",
+      group: 'Target:',
+    })
     .option('cwd', { type: 'string', describe: 'Working directory of the server', group: 'Target:' })
+    .option('codex-config', {
+      type: 'string',
+      describe:
+        "Test the server as Codex is configured to start it: the [mcp_servers.<--server>] entry of Codex's config.toml FILE (default: $CODEX_HOME/config.toml, else ~/.codex/config.toml); flags given beside it win",
+      group: 'Target:',
+    })
+    .option('server', { type: 'string', describe: 'The server to test from --codex-config: the NAME of its [mcp_servers.NAME] entry', group: 'Target:' })
     .option('url', { type: 'string', describe: 'A running Streamable HTTP server to test too (loopback), e.g. http://127.0.0.1:8080/mcp', group: 'Target:' })
     .option('http-command', {
       type: 'string',
@@ -223,8 +247,18 @@ async function main(argv: string[]): Promise<number> {
   const positional = (args._ as (string | number)[]).map(String);
   const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
 
-  const command = [...positional, ...dashDash];
-  if (command.length === 0 && !args.url && !args['http-command']) {
+  for (const flag of ['codex-config', 'server'] as const) if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
+  if (args.server !== undefined && args['codex-config'] === undefined)
+    throw new UsageError('--server names an entry of a Codex config: give --codex-config [FILE] too');
+  if (args['codex-config'] !== undefined && !args.server) throw new UsageError('--codex-config needs --server NAME (the [mcp_servers.NAME] entry to test)');
+  if (args['codex-config'] !== undefined && positional.length + dashDash.length > 0) {
+    throw new UsageError('give the server either through --codex-config --server or on the command line, not both');
+  }
+  // Codex's config.toml entry: how the server starts, its budgets and its tools. Flags beside it win.
+  const codexEntry =
+    args['codex-config'] !== undefined ? loadCodexServer(args['codex-config'] || defaultCodexConfigPath(process.env), args.server!, process.env) : undefined;
+  const command = codexEntry?.stdio ? [codexEntry.stdio.command, ...codexEntry.stdio.args] : [...positional, ...dashDash];
+  if (command.length === 0 && !args.url && !args['http-command'] && !codexEntry?.http) {
     throw new UsageError('no server given: mcp-sandbox-conformance <server> [args...], --url or --http-command (see --help)');
   }
   if (args.url && args['http-command']) throw new UsageError('give --url or --http-command, not both');
@@ -235,7 +269,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (args['http-command'] && !args['http-command'].includes('{port}')) throw new UsageError('--http-command must contain {port}');
   const { config } = loadConfig(args.config);
-  const env = { ...config.env, ...parseEnvPairs(listOf(args.env)) };
+  const env = { ...config.env, ...codexEntry?.env, ...parseEnvPairs(listOf(args.env)) };
+  const envVars = [...(config.envVars ?? []), ...(codexEntry?.envVars ?? []), ...envVarNames(listOf(args['env-var']), '--env-var')];
   const execArgs = parseExecArgs(args['exec-args']);
   for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
@@ -260,31 +295,47 @@ async function main(argv: string[]): Promise<number> {
 
   const select = selectionOf(args, allChecks, 'mcp-sandbox-conformance list');
 
-  const cwd = args.cwd ?? config.cwd;
-  if (cwd !== undefined) assertDirectory(cwd, args.cwd !== undefined ? '--cwd' : 'the config\'s "cwd"');
+  const cwd = args.cwd ?? codexEntry?.cwd ?? config.cwd;
+  if (cwd !== undefined)
+    assertDirectory(cwd, args.cwd !== undefined ? '--cwd' : codexEntry?.cwd !== undefined ? `[mcp_servers.${codexEntry.name}] cwd` : 'the config\'s "cwd"');
   const realCodex = args.codex ? realCodexPath(args.codex) : undefined;
   const explore = exploreOptions(args, config);
   // Every file and directory the run will write, checked before any server starts.
   checkOutputPaths(listOf(args.reporter), args.transcripts);
   // Without the flag the harness's default holds (harness/target.ts): one place for it.
   const maxMessageBytes = args['max-message-mb'] !== undefined ? { maxMessageBytes: Math.floor(args['max-message-mb'] * 1024 * 1024) } : {};
+  // From a Codex config the command runs exactly as Codex spawns it; on the command line a .js file runs with node.
+  const stdioOf = (argv: string[], environment: Record<string, string>): StdioTarget =>
+    codexEntry?.stdio ? { kind: 'stdio', command: argv[0]!, args: argv.slice(1), environment, cwd } : stdioTarget(argv, environment, cwd);
+  const httpHeaders = codexEntry?.http && Object.keys(codexEntry.http.headers).length ? { headers: codexEntry.http.headers } : {};
   const plan: RunPlan = {
     targets: {
-      stdio: command.length ? { ...stdioTarget(command, env, cwd), ...maxMessageBytes } : undefined,
+      // Codex starts a stdio server with an environment it builds; its user starts an HTTP one with theirs.
+      stdio: command.length ? { ...stdioOf(command, codexServerEnvironment(process.env, { env, envVars })), ...maxMessageBytes } : undefined,
       http: args.url
-        ? { kind: 'http-url', url: args.url }
+        ? { kind: 'http-url', url: args.url, ...httpHeaders }
         : args['http-command']
-          ? { kind: 'http-command', command: args['http-command'], path: args['http-path'], env, cwd }
-          : undefined,
+          ? {
+              kind: 'http-command',
+              command: args['http-command'],
+              path: args['http-path'],
+              environment: userServerEnvironment(process.env, env),
+              cwd,
+              ...httpHeaders,
+            }
+          : codexEntry?.http
+            ? { kind: 'http-url', url: codexEntry.http.url, ...httpHeaders }
+            : undefined,
     },
+    tools: codexEntry?.tools,
     realCodex,
     session: parseSessionFlag(args.session) ?? config.session,
     resourceReadMeta: config.resourceReadMeta,
     exec: args['exec-tool'] ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' } : config.exec ? { ...config.exec, source: 'config' } : undefined,
     options: {
       assumeOptIn: args['assume-opt-in'] ?? config.assumeOptIn ?? false,
-      startupTimeoutMs: Math.round((args['startup-timeout'] ?? config.startupTimeoutSec ?? 30) * 1000),
-      callTimeoutMs: Math.round((args['call-timeout'] ?? config.callTimeoutSec ?? 60) * 1000),
+      startupTimeoutMs: Math.round((args['startup-timeout'] ?? codexEntry?.startupTimeoutSec ?? config.startupTimeoutSec ?? 30) * 1000),
+      callTimeoutMs: Math.round((args['call-timeout'] ?? codexEntry?.toolTimeoutSec ?? config.callTimeoutSec ?? 60) * 1000),
       catalogStartups: args['catalog-startups'],
       explore,
     },
@@ -306,10 +357,29 @@ async function main(argv: string[]): Promise<number> {
   }
   // How the run made sure nothing it started outlives it: the harness's, for the header.
   report.containment = containment();
+  // A stdio server that died before answering initialize under Codex's environment: is a variable
+  // it needs missing? (Started again for diagnosis only, with the suite's full environment.)
+  const stdio = plan.targets.stdio;
+  if (stdio && report.startFailure?.transport === 'stdio' && report.startFailure.endedBeforeInitialize) {
+    const diagnosis = await diagnoseEnvironment(stdio, { parent: process.env, env, startupTimeoutMs: plan.options.startupTimeoutMs, server: codexEntry?.name });
+    report.startFailure = { ...report.startFailure, message: [report.startFailure.message, ...diagnosis.lines].join('\n') };
+  }
   const unknownTool = args['exec-tool'] !== undefined ? unlistedExecTool(args['exec-tool'], report) : undefined;
   if (unknownTool) throw new UsageError(unknownTool);
-  const targetText = [command.join(' '), args.url ?? args['http-command'] ?? ''].filter(Boolean).join(' + HTTP: ');
-  return emitResults(report, args, { target: targetText, version, checks: allChecks });
+  const httpText = args.url ?? args['http-command'] ?? codexEntry?.http?.url ?? '';
+  const entryText = codexEntry ? ` ([mcp_servers.${codexEntry.name}] in ${codexEntry.file})` : '';
+  const targetText = [command.join(' '), httpText].filter(Boolean).join(' + HTTP: ') + entryText;
+  return emitResults(report, args, {
+    target: targetText,
+    version,
+    checks: allChecks,
+    ...(codexEntry
+      ? {
+          codexConfig: { file: codexEntry.file, server: codexEntry.name, command: command.length ? command : undefined, url: codexEntry.http?.url },
+          secrets: codexEntry.secrets,
+        }
+      : {}),
+  });
 }
 
 // A reader that goes away (`… | head -1`) is no error of the run: further output is dropped and

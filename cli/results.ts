@@ -104,6 +104,10 @@ export interface ResultContext {
   checks: CheckDef[];
   /** 'host' when the run checked a host (`host` subcommand), not a server: the reports say so. */
   mode?: 'host';
+  /** The Codex config entry the target came from (--codex-config --server): its command or URL, not the command line's. */
+  codexConfig?: { file: string; server: string; command?: string[]; url?: string };
+  /** More exact strings no report may repeat (a Codex config's bearer token and header values). */
+  secrets?: string[];
 }
 
 function single(args: ResultArgs, flag: 'baseline' | 'transcripts'): string | undefined {
@@ -142,12 +146,16 @@ function colorFor(stream: NodeJS.WriteStream, flag: boolean | undefined): boolea
   return Boolean(stream.isTTY);
 }
 
-function describeTarget(args: ResultArgs, display: string, secrets: string[]): TargetDescription {
-  const command = [...args._, ...(args['--'] ?? [])].map(String);
+function describeTarget(args: ResultArgs, context: ResultContext, secrets: string[]): TargetDescription {
+  const entry = context.codexConfig;
+  const command = entry ? (entry.command ?? []) : [...args._, ...(args['--'] ?? [])].map(String);
+  const url = args.url ?? entry?.url;
   const text = (value: string) => neutralize(redactText(value, secrets));
+  const display = context.target;
   return {
+    ...(entry ? { codexConfig: { file: text(entry.file), server: text(entry.server) } } : {}),
     ...(command.length ? { command: redactArgv(command).map(text) } : {}),
-    ...(args.url ? { url: text(args.url) } : {}),
+    ...(url ? { url: text(url) } : {}),
     ...(args['http-command'] ? { httpCommand: text(args['http-command']) } : {}),
     display: text(display),
   };
@@ -195,7 +203,7 @@ const RENDER: Record<Exclude<ReporterName, 'human'>, () => Promise<(data: Report
 /** Applies the baseline, writes every report and transcript, and returns the exit code. */
 export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
-  const secrets = userSecrets(args);
+  const secrets = [...userSecrets(args), ...(context.secrets ?? [])];
   const report = sanitizeRun(withHints({ ...rawReport, results: grade(rawReport.results, strictOf(args)) }, context.mode), secrets);
   const specs = parseReporters(listOf(args.reporter));
   const baselineFile = single(args, 'baseline');
@@ -233,7 +241,7 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
   const data: ReportData = {
     report: applied,
     tool: { name: 'mcp-sandbox-conformance', version: context.version },
-    target: describeTarget(args, context.target, secrets),
+    target: describeTarget(args, context, secrets),
     checks: context.checks,
     ...(context.mode ? { mode: context.mode } : {}),
     failOn: strictOf(args) ? 'should' : 'must',

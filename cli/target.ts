@@ -11,23 +11,24 @@ export class TargetNotFound extends Error {}
 
 /**
  * `<server> [args...]`: a .js/.mjs/.cjs file runs with this node; a path must be an executable
- * file; a bare name is looked up on PATH when spawned.
+ * file; a bare name is looked up on PATH when spawned. `environment` is the server's whole
+ * environment (as Codex builds it: harness/codex-environment.ts).
  */
-export function stdioTarget(command: string[], env: Record<string, string>, cwd: string | undefined): StdioTarget {
+export function stdioTarget(command: string[], environment: Record<string, string>, cwd: string | undefined): StdioTarget {
   const [server, ...args] = command;
   if (!server) throw new TargetNotFound('no server given');
   const base = process.cwd();
   if (/\.(m|c)?js$/.test(server)) {
     const file = resolve(base, server);
     assertFile(file, server, false);
-    return { kind: 'stdio', command: process.execPath, args: [file, ...args], env, cwd };
+    return { kind: 'stdio', command: process.execPath, args: [file, ...args], environment, cwd };
   }
   if (server.includes('/')) {
     const file = resolve(base, server);
     assertFile(file, server, true);
-    return { kind: 'stdio', command: file, args, env, cwd };
+    return { kind: 'stdio', command: file, args, environment, cwd };
   }
-  return { kind: 'stdio', command: server, args, env, cwd };
+  return { kind: 'stdio', command: server, args, environment, cwd };
 }
 
 function assertFile(file: string, given: string, executable: boolean): void {
@@ -48,16 +49,16 @@ function assertFile(file: string, given: string, executable: boolean): void {
 }
 
 /** The suite only ever talks to loopback: a non-loopback URL is a usage error. Credentials (`user:pw@`) become an Authorization header (harness/http-target.ts). */
-export function assertLoopbackUrl(text: string): void {
+export function assertLoopbackUrl(text: string, label = '--url'): void {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new UsageError(`--url is not a URL: ${text}`);
+    throw new UsageError(`${label} is not a URL: ${text}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url must be http(s): ${text}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${label} must be http(s): ${text}`);
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-    throw new UsageError(`--url must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
+    throw new UsageError(`${label} must be a loopback address (127.0.0.1, localhost or [::1]), not ${url.hostname}`);
   }
 }
 

@@ -37,6 +37,8 @@ export class TargetStartError extends Error {
   constructor(
     message: string,
     readonly stderrTail: string,
+    /** The server process ended before it answered `initialize` (it did not hang, nor answer wrongly). */
+    readonly endedBeforeInitialize = false,
   ) {
     super(message);
   }

@@ -51,15 +51,36 @@ export function argumentsFromSchema(tool: Record<string, unknown>): unknown | un
   return template;
 }
 
+/** Which of a server's tools the host may call: Codex's `enabled_tools` (an allow-list, when set), then `disabled_tools`. */
+export interface ToolFilter {
+  enabled?: readonly string[];
+  disabled?: readonly string[];
+}
+
+/** True when the filter lets the host call tool `name` (no filter: every tool). */
+export function toolAllowed(filter: ToolFilter | undefined, name: unknown): boolean {
+  if (typeof name !== 'string') return false;
+  if (filter?.enabled && !filter.enabled.includes(name)) return false;
+  return !filter?.disabled?.includes(name);
+}
+
 /**
  * Chooses the exec adapter: the operator's (flag or config) wins; otherwise the first listed tool
- * with a `command`, `cmd` or `argv` property. Returns a reason when there is none.
+ * with a `command`, `cmd` or `argv` property. Only tools the filter allows count: Codex neither
+ * offers the others to its model nor calls them. Returns a reason when there is none.
  */
 export function resolveExecAdapter(
-  tools: Record<string, unknown>[],
+  allTools: Record<string, unknown>[],
   configured?: { tool: string; arguments?: unknown; source: 'flag' | 'config' },
+  filter?: ToolFilter,
 ): ExecAdapter | { missing: string } {
+  const tools = allTools.filter((t) => toolAllowed(filter, t.name));
   if (configured) {
+    if (!toolAllowed(filter, configured.tool)) {
+      return {
+        missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it`,
+      };
+    }
     if (configured.arguments !== undefined) return { tool: configured.tool, arguments: configured.arguments, source: configured.source };
     const tool = tools.find((t) => t.name === configured.tool);
     if (!tool) return { missing: `the server lists no tool named "${configured.tool}"` };

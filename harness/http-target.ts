@@ -161,14 +161,16 @@ export class CodexHttpTransport implements Transport {
     return sdkClient;
   }
 
-  static async create(url: string): Promise<CodexHttpTransport> {
-    return new CodexHttpTransport(url, await CodexHttpTransport.load());
+  /** `extraHeaders`: sent on every request too (a Codex config's http_headers, env_http_headers, bearer token); Codex's own win. */
+  static async create(url: string, extraHeaders: Record<string, string> = {}): Promise<CodexHttpTransport> {
+    return new CodexHttpTransport(url, await CodexHttpTransport.load(), extraHeaders);
   }
 
-  private constructor(url: string, Sdk: typeof StreamableHTTPClientTransport) {
+  private constructor(url: string, Sdk: typeof StreamableHTTPClientTransport, extraHeaders: Record<string, string>) {
     const parts = splitCredentials(url);
     this.url = parts.url.href;
-    this.headers = { ...CODEX_HTTP_HEADERS, ...(parts.authorization ? { authorization: parts.authorization } : {}) };
+    const extra = Object.fromEntries(Object.entries(extraHeaders).map(([name, value]) => [name.toLowerCase(), value]));
+    this.headers = { ...extra, ...CODEX_HTTP_HEADERS, ...(parts.authorization ? { authorization: parts.authorization } : {}) };
     this.sdk = new Sdk(parts.url, { fetch: (input, init) => this.fetch(input, init) });
     this.sdk.onmessage = (message) => {
       this.observe(message);

@@ -409,9 +409,10 @@ const UNSHARE_ARGS = ['--pid', '--fork', '--kill-child', '--mount-proc', '--'];
  * close the whole grace. So a shell is PID 1 and only waits: the server runs as PID 2 with
  * ordinary signals (the group's SIGTERM reaches it directly), stdin and stdout are inherited,
  * and when it ends the shell exits, which ends the namespace. `exit $?` keeps the shell from
- * exec'ing the server in its place.
+ * exec'ing the server in its place. The shell exports a `PWD` of its own, which the server must
+ * not get unless its environment had one (Codex's has none: harness/codex-environment.ts).
  */
-const NAMESPACE_INIT = '"$@"; exit $?';
+const NAMESPACE_INIT = '[ "$1" = keep ] || unset PWD; shift; "$@"; exit $?';
 
 /** An executable `name` (a path, or a bare name searched on `path`), absolute; undefined when there is none. */
 function findExecutable(name: string, path: string | undefined, cwd: string): string | undefined {
@@ -486,7 +487,7 @@ export function containedLaunch(command: string, args: string[], env: NodeJS.Pro
   if (!file) return plain;
   return {
     command: probed.unshare,
-    args: [...UNSHARE_ARGS, '/bin/sh', '-c', NAMESPACE_INIT, 'sh', file, ...args],
+    args: [...UNSHARE_ARGS, '/bin/sh', '-c', NAMESPACE_INIT, 'sh', env.PWD === undefined ? 'drop' : 'keep', file, ...args],
     exit: (code, signal) => {
       const killedBy = code !== null && code > 128 ? signalNames.get(code - 128) : undefined;
       return killedBy ? { code: null, signal: killedBy } : { code, signal };

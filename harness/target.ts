@@ -10,17 +10,27 @@ export interface StdioTarget {
   kind: 'stdio';
   command: string;
   args: string[];
-  /** Extra environment on top of the full environment of the CLI. */
-  env: Record<string, string>;
+  /**
+   * The server's whole environment, exactly (the PATH trap is put first on its PATH at connect
+   * time): as Codex builds it (harness/codex-environment.ts codexServerEnvironment), or, for a
+   * diagnosis, another one.
+   */
+  environment: Record<string, string>;
   cwd?: string;
   /** Largest message accepted from the server, in bytes; a bigger one ends the connection (default DEFAULT_MAX_MESSAGE_BYTES). */
   maxMessageBytes?: number;
 }
 
 /** A Streamable HTTP server: one already running (`url`), or a command the suite starts per scenario. */
-export type HttpTarget =
-  /** `url` may carry `user:password@`: sent as `Authorization: Basic` on every request, never in the URL. */
-  { kind: 'http-url'; url: string } | { kind: 'http-command'; command: string; path: string; env: Record<string, string>; cwd?: string };
+export type HttpTarget = (
+  | /** `url` may carry `user:password@`: sent as `Authorization: Basic` on every request, never in the URL. */
+    { kind: 'http-url'; url: string }
+    /** `environment`: the whole environment of the command (its user's: userServerEnvironment), the PATH trap added. */
+  | { kind: 'http-command'; command: string; path: string; environment: Record<string, string>; cwd?: string }
+) & {
+  /** Headers sent on every request besides Codex's own (a Codex config's http_headers, env_http_headers and bearer token). */
+  headers?: Record<string, string>;
+};
 
 export type Target = StdioTarget | HttpTarget;
 
@@ -34,11 +44,9 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-/** The server's environment: ours in full, the operator's additions, the PATH trap first on PATH. */
-export function serverEnvironment(extra: Record<string, string>, pathTrapDir: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
-  env.PATH = [pathTrapDir, env.PATH].filter(Boolean).join(delimiter);
-  return env;
+/** The environment a target carries, the PATH trap first on its PATH; nothing else is added. */
+export function withPathTrap(environment: Record<string, string>, pathTrapDir: string): Record<string, string> {
+  return { ...environment, PATH: [pathTrapDir, environment.PATH].filter(Boolean).join(delimiter) };
 }
 
 /** Starts the target and performs Codex's startup; throws TargetStartError with the cause. */
@@ -46,12 +54,20 @@ export async function connect(target: Target, pathTrapDir: string, startupTimeou
   return target.kind === 'stdio' ? connectStdio(target, pathTrapDir, startupTimeoutMs, purpose) : connectHttp(target, pathTrapDir, startupTimeoutMs, purpose);
 }
 
-async function handshakeOrThrow(session: CodexSession, transcript: Transcript, startupTimeoutMs: number, cleanup: () => Promise<void>) {
+async function handshakeOrThrow(
+  session: CodexSession,
+  transcript: Transcript,
+  startupTimeoutMs: number,
+  cleanup: () => Promise<void>,
+  ended: () => boolean = () => false,
+) {
   try {
     return await session.handshake(startupTimeoutMs);
   } catch (error) {
+    const endedBeforeInitialize =
+      error instanceof TargetStartError && error.message.startsWith('initialize failed:') && !error.message.includes('the result is not an object') && ended();
     await cleanup();
-    if (error instanceof TargetStartError) throw new TargetStartError(error.message, transcript.stderrTail());
+    if (error instanceof TargetStartError) throw new TargetStartError(error.message, transcript.stderrTail(), endedBeforeInitialize);
     throw error;
   }
 }
@@ -61,7 +77,7 @@ async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTim
   const spec: StdioTargetSpec = {
     command: target.command,
     args: target.args,
-    env: serverEnvironment(target.env, pathTrapDir),
+    env: withPathTrap(target.environment, pathTrapDir),
     cwd: target.cwd,
     maxMessageBytes: target.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
   };
@@ -76,7 +92,13 @@ async function connectStdio(target: StdioTarget, pathTrapDir: string, startupTim
   } catch (error) {
     throw new TargetStartError(`cannot start ${target.command}: ${(error as Error).message}`, '');
   }
-  const handshake = await handshakeOrThrow(session, transcript, startupTimeoutMs, () => session.close());
+  const handshake = await handshakeOrThrow(
+    session,
+    transcript,
+    startupTimeoutMs,
+    () => session.close(),
+    () => stdio.exitInfo !== undefined,
+  );
   return { session, handshake, transcript, transport: 'stdio', pathTrapped: true, close: () => session.close() };
 }
 
@@ -88,12 +110,12 @@ async function connectHttp(target: HttpTarget, pathTrapDir: string, startupTimeo
   let server: StartedHttpServer | undefined;
   if (target.kind === 'http-command') {
     try {
-      server = await startHttpCommand(target.command, target.path, serverEnvironment(target.env, pathTrapDir), target.cwd, startupTimeoutMs, transcript);
+      server = await startHttpCommand(target.command, target.path, withPathTrap(target.environment, pathTrapDir), target.cwd, startupTimeoutMs, transcript);
     } catch (error) {
       throw new TargetStartError((error as Error).message, transcript.stderrTail());
     }
   }
-  const http = await CodexHttpTransport.create(server?.url ?? (target as { url: string }).url);
+  const http = await CodexHttpTransport.create(server?.url ?? (target as { url: string }).url, target.headers);
   const session = new CodexSession(new RecordingTransport(http, transcript), transcript, 'http', () => `HTTP connection to ${http.url} closed`, purpose);
   const close = async () => {
     await http.terminateSession().catch(() => undefined);

@@ -147,6 +147,7 @@ describe('action.yml, statically', () => {
     expect(action.runs.using).toBe('composite');
     expect(Object.keys(action.inputs).sort()).toEqual([
       'baseline',
+      'codex-config',
       'config',
       'fail-on',
       'http-command',
@@ -343,6 +344,37 @@ describe('action.yml, run as GitHub would', () => {
       '--reporter=b.html',
     ]);
     expect(argv.slice(argv.indexOf('--'))).toEqual(['--', 'node', 'server.mjs', '--stdio', '--verbose']);
+    expect(pwned(cwd, scratch, root)).toEqual([]);
+  });
+
+  test('codex-config: the server input names the entry; the server starts as that entry says', async () => {
+    const run = await runAction(
+      { 'codex-config': 'examples/codex-config.toml', server: 'reference', config: noExplore(), 'working-directory': root },
+      { cwd: workspace('codex-config') },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(run.outputs['report-json']!, 'utf8'));
+    expect(report.target).toMatchObject({
+      codexConfig: { file: join(root, 'examples/codex-config.toml'), server: 'reference' },
+      command: ['node', 'fixtures/servers/mutant-base/server.mjs'],
+    });
+  });
+
+  test('codex-config: each value glued to its flag; a server input of more than one word is refused', async () => {
+    const cwd = workspace('codex-config-argv');
+    const bin = workspace('fake-bin-codex-config');
+    const log = join(cwd, 'npx-argv');
+    writeFileSync(join(bin, 'npx'), `#!/bin/sh\nprintf '%s\\n' "$@" > '${log}'\n`);
+    chmodSync(join(bin, 'npx'), 0o755);
+    const run = await runAction({ 'codex-config': '--http-command=touch pwned14 {port}', server: '--url=x', version: '0.1.0' }, { cwd, path: bin });
+    expect(run.code).toBe(0);
+    const argv = readFileSync(log, 'utf8').trimEnd().split('\n');
+    expect(argv).toContain('--codex-config=--http-command=touch pwned14 {port}');
+    expect(argv).toContain('--server=--url=x');
+    expect(argv).not.toContain('--');
+    const two = await runAction({ 'codex-config': 'c.toml', server: 'node x.mjs', version: '0.1.0' }, { cwd, path: bin });
+    expect(two.code).toBe(2);
+    expect(two.stdout).toContain('::error title=mcp-sandbox-conformance::with codex-config, the server input must be the one NAME');
     expect(pwned(cwd, scratch, root)).toEqual([]);
   });
 

@@ -28,6 +28,7 @@ import {
   type HttpRequestRecord,
   type RecordedMessage,
 } from '../harness/host-mode/recording.js';
+import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { connect, type Target } from '../harness/target.js';
 import { sandboxOptIn } from '../suites/engine/runner.js';
@@ -81,8 +82,13 @@ const READS: { uri: string; meta: Record<string, unknown> | null }[] = [
 const recordingTarget = (transport: Transport, log: string, capability: Capability): Target => {
   const args = [RECORDING_SERVER, '--log', log, '--capability', capability];
   return transport === 'stdio'
-    ? { kind: 'stdio', command: process.execPath, args, env: {} }
-    : { kind: 'http-command', command: [process.execPath, ...args, '--http', '--port'].map(shellQuote).join(' ') + ' {port}', path: '/mcp', env: {} };
+    ? { kind: 'stdio', command: process.execPath, args, environment: codexServerEnvironment(process.env) }
+    : {
+        kind: 'http-command',
+        command: [process.execPath, ...args, '--http', '--port'].map(shellQuote).join(' ') + ' {port}',
+        path: '/mcp',
+        environment: userServerEnvironment(process.env),
+      };
 };
 
 /** A fresh dir with a workspace whose name has a space, like host mode's. */

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { allScenarios } from '../suites/index.js';
 import type { CheckResult } from '../suites/engine/model.js';
+import { codexServerEnvironment } from '../harness/codex-environment.js';
 import { runSuite, type RunPlan, type RunReport } from '../suites/engine/runner.js';
 import { mutantsServer, nodePlan, referenceServer, referenceSource, transcriptOf } from './helpers.js';
 import { realCodexOrFail } from './fixtures/requirements.js';
@@ -25,7 +26,7 @@ const realCodex = 'path' in found ? found.path : undefined;
 
 function plan(server: { args: string[] } | { command: string; args: string[] }, ids: string[], withCodex = true): RunPlan {
   const base = nodePlan('command' in server ? [] : server.args, {}, { http: false });
-  if ('command' in server) base.targets.stdio = { kind: 'stdio', command: server.command, args: server.args, env: {} };
+  if ('command' in server) base.targets.stdio = { kind: 'stdio', command: server.command, args: server.args, environment: codexServerEnvironment(process.env) };
   return { ...base, realCodex: withCodex ? realCodex : undefined, select: (id) => ids.includes(id) };
 }
 

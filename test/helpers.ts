@@ -7,6 +7,7 @@ import { scenarioFinder, type CheckResult } from '../suites/engine/model.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
 import { shellQuote } from '../harness/observers.js';
 import { packageRoot } from '../harness/paths.js';
+import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
 import { bundled } from './fixtures/bundles.js';
 
 export const root = packageRoot();
@@ -39,8 +40,8 @@ export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> 
   const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
     targets: {
-      stdio: { kind: 'stdio', command: process.execPath, args, env },
-      http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', env } : undefined,
+      stdio: { kind: 'stdio', command: process.execPath, args, environment: codexServerEnvironment(process.env, { env }) },
+      http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', environment: userServerEnvironment(process.env, env) } : undefined,
     },
     session: referenceSession,
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, ...overrides },

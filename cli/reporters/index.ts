@@ -30,6 +30,8 @@ export const CONTRACT = { revision: `codex-${CODEX_VERSION}`, codexVersion: CODE
 
 /** The target as the user gave it, with credentials redacted. */
 export interface TargetDescription {
+  /** The Codex config entry the target came from (--codex-config FILE --server NAME). */
+  codexConfig?: { file: string; server: string };
   /** The stdio server command, as argv. */
   command?: string[];
   url?: string;

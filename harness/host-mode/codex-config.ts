@@ -7,7 +7,9 @@ import { join } from 'node:path';
  * server (stdio command or Streamable HTTP url). The TOML is a small subset (quoted keys, JSON
  * strings and arrays, booleans, numbers) so that the broken-host fixture can read it too.
  */
-export type McpServerConfig = { transport: 'stdio'; command: string; args: string[]; env: Record<string, string> } | { transport: 'http'; url: string };
+export type McpServerConfig =
+  /** `envVars`: Codex's env_vars, names passed on from the host's environment. */
+  { transport: 'stdio'; command: string; args: string[]; env: Record<string, string>; envVars?: string[] } | { transport: 'http'; url: string };
 
 export interface HostConfig {
   codexHome: string;
@@ -62,6 +64,7 @@ export function renderConfig(config: HostConfig): string {
     lines.push('', `[mcp_servers.${key(name)}]`);
     if (server.transport === 'stdio') lines.push(`command = ${str(server.command)}`, `args = [${server.args.map(str).join(', ')}]`);
     else lines.push(`url = ${str(server.url)}`);
+    if (server.transport === 'stdio' && server.envVars) lines.push(`env_vars = [${server.envVars.map(str).join(', ')}]`);
     // The recording tool is annotated readOnlyHint (enough for 0.171.0); 0.169.0 needs this too.
     lines.push(`default_tools_approval_mode = "approve"`, `startup_timeout_sec = 30`, `required = true`);
     if (server.transport === 'stdio' && Object.keys(server.env).length) {

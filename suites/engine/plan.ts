@@ -1,5 +1,5 @@
 import type { ConnectionPurpose, Transport } from '../../harness/codex-wire.js';
-import type { ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import { toolAllowed, type ExecAdapter, type SessionAdapter, type ToolFilter } from '../../harness/exec-adapter.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Containment } from '../../harness/process-group.js';
 import type { Connection, HttpTarget, StdioTarget, Target } from '../../harness/target.js';
@@ -12,6 +12,8 @@ export interface RunPlan {
   /** Host mode: the host its scenarios (HostScenario) drive, over these transports. */
   host?: HostTarget;
   exec?: { tool: string; arguments?: unknown; source: 'flag' | 'config' };
+  /** The tools the suite may call (a Codex config's enabled_tools and disabled_tools); exec detection looks only at these. */
+  tools?: ToolFilter;
   options: RunOptions;
   jobs: number;
   /** Which checks to report (--only / --skip). */
@@ -43,7 +45,7 @@ export interface RunReport {
   /** In the scenario list's order; each names its scenario and transport. */
   results: CheckResult[];
   /** Set when the target never got through startup in any scenario. */
-  startFailure?: { message: string; stderrTail: string };
+  startFailure?: StartFailure;
   serverInfo?: unknown;
   capabilities?: unknown;
   /** The transports the plan had targets for (whatever --only selected). */
@@ -56,6 +58,20 @@ export interface RunReport {
   /** How much was started: server starts (scenario connections and extra ones) and scenarios run (the time per phase is in `scenarios`). */
   stats?: { serverStarts: number; scenariosRun: number };
 }
+
+/** Why a target never got through startup. */
+export interface StartFailure {
+  message: string;
+  stderrTail: string;
+  /** The transport that failed (stdio when both did). */
+  transport?: Transport;
+  /** The server process ended before it answered `initialize` (harness TargetStartError). */
+  endedBeforeInitialize?: boolean;
+}
+
+/** Whether the tool filter lets the suite call the session adapter's tools. */
+export const sessionAllowed = (plan: RunPlan): boolean =>
+  Boolean(plan.session && toolAllowed(plan.tools, plan.session.open.tool) && toolAllowed(plan.tools, plan.session.send.tool));
 
 /** A scenario never needs more than two startups and three calls in a row when every step keeps to its own timeout. */
 export const defaultScenarioTimeoutMs = (options: RunOptions): number => 2 * options.startupTimeoutMs + 3 * options.callTimeoutMs;

@@ -9,7 +9,7 @@ import { ScenarioRun } from './scenario-run.js';
 import { driveServerScenario } from './server-driver.js';
 import { SuiteRun } from './suite-run.js';
 
-export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport } from './plan.js';
+export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport, type StartFailure } from './plan.js';
 export { sandboxOptIn } from './server-driver.js';
 
 /**

@@ -15,7 +15,7 @@ import {
   type ScenarioTiming,
   type Verdict,
 } from './model.js';
-import { MAX_TIMER_MS } from './plan.js';
+import { MAX_TIMER_MS, sessionAllowed } from './plan.js';
 import { MonitorLog } from './server-calls.js';
 import { seconds, type SuiteRun } from './suite-run.js';
 import { decideVerdict, type JobEnd } from './verdict.js';
@@ -97,6 +97,12 @@ export class ScenarioRun {
     if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI', 'real-codex');
     if (check.needs.includes('http') && !plan.targets.http) return needsHttp();
     if (check.needs.includes('session') && !plan.session) return notApplicable('needs a session adapter', 'session-adapter');
+    if (check.needs.includes('session') && !sessionAllowed(plan)) {
+      return notApplicable(
+        "the session adapter's tools are not enabled for this server in the Codex config (enabled_tools, disabled_tools)",
+        'session-adapter',
+      );
+    }
     return undefined;
   }
 
@@ -142,7 +148,10 @@ export class ScenarioRun {
 
   private failed(error: unknown): void {
     if (error instanceof TargetStartError) {
-      if (!this.startedHere) this.suite.targetDied(this.job, { message: error.message, stderrTail: error.stderrTail });
+      if (!this.startedHere) {
+        const { message, stderrTail, endedBeforeInitialize } = error;
+        this.suite.targetDied(this.job, { message, stderrTail, transport: this.job.transport, endedBeforeInitialize });
+      }
       this.end.undecided = couldNotRun(`target failed to start: ${error.message}`);
     } else {
       this.end.undecided = { status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` };

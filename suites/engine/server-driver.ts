@@ -6,6 +6,7 @@ import type { ProcessScope } from '../../harness/process-group.js';
 import type { Connection } from '../../harness/target.js';
 import { couldNotRun, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { monitor } from './monitor.js';
+import { sessionAllowed } from './plan.js';
 import { didNotOptIn, type ScenarioRun } from './scenario-run.js';
 import { callSurface, MonitorLog, type CallSite } from './server-calls.js';
 import { ScenarioServers } from './server-servers.js';
@@ -49,7 +50,7 @@ function noteServer(run: ScenarioRun, connection: Connection): void {
 async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Connection, servers: ScenarioServers): Promise<void> {
   const { plan } = run.suite;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(connection.handshake.initializeResult);
-  const adapter = resolveExecAdapter(connection.handshake.tools, plan.exec);
+  const adapter = resolveExecAdapter(connection.handshake.tools, plan.exec, plan.tools);
   const exec = 'missing' in adapter ? undefined : adapter;
   run.log.exec = exec;
   run.suite.exec ??= exec;
@@ -99,7 +100,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     optedIn: main.optedIn,
     control: () => suite.control.facts,
     publishControl: (facts) => suite.control.publish(facts),
-    sessionAdapter: plan.session,
+    sessionAdapter: sessionAllowed(plan) ? plan.session : undefined,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),
     progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),

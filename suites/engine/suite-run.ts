@@ -7,12 +7,7 @@ import { ProcessScope, sweepMarked, trackRunMarker, trackTempDir } from '../../h
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import type { Control, Job } from './jobs.js';
-import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan } from './plan.js';
-
-export interface StartFailure {
-  message: string;
-  stderrTail: string;
-}
+import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan, type StartFailure } from './plan.js';
 
 export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());

@@ -82,7 +82,7 @@ describe('decideVerdict: one function, one documented order', () => {
 
 describe('runSuite over an in-process server', () => {
   const plan = (server: FakeServer, extra: Partial<RunPlan> = {}): RunPlan & { connect: ReturnType<typeof inProcessConnector> } => ({
-    targets: { stdio: { kind: 'stdio', command: 'in-process', args: [], env: {} } },
+    targets: { stdio: { kind: 'stdio', command: 'in-process', args: [], environment: {} } },
     options: { assumeOptIn: false, callTimeoutMs: 300, startupTimeoutMs: 2_000 },
     jobs: 2,
     select: () => true,
