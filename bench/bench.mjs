@@ -13,8 +13,10 @@
 // exploration (--no-explore), for the cost of exploration in a default run. Then: exploration
 // throughput (sequences per second, exploration alone, on the reference server), the suite with
 // --jobs 1 (scaling), and the CLI's own peak RSS, measured in a child process running the CLI.
+// Then default runs of the CLI over stdio and HTTP: on a server built on the official SDK, and on
+// the reference taking 2 s to start (fixtures/servers/slow-start.mjs).
 // Options (environment): BENCH_RUNS (default 5), BENCH_JOBS1_RUNS (default 2), BENCH_RSS_RUNS (default 2),
-// BENCH_EXPLORE_SEQUENCES (default 60).
+// BENCH_CLI_RUNS (default 2), BENCH_EXPLORE_SEQUENCES (default 60).
 // Needs a build (npx tsc -p .).
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,6 +35,7 @@ const { codexServerEnvironment } = await import(pathToFileURL(join(root, 'dist/h
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);
 const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 2);
+const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 2);
 const EXPLORE_SEQUENCES = Number(process.env.BENCH_EXPLORE_SEQUENCES ?? 60);
 const JOBS = availableParallelism();
 const referenceServer = join(root, 'fixtures/servers/mutant-base/server.mjs');
@@ -83,9 +86,9 @@ const meta = {
 
 async function roundTrip() {
   const client = new Client({ name: 'bench-floor', version: '0' });
-  // The environment the suite gives its servers (ours in full), not the SDK's six-variable default:
+  // The environment the suite gives its servers (Codex's), not the SDK's six-variable default:
   // a variable such as NODE_EXTRA_CA_CERTS alone costs each node start about 90 ms.
-  const transport = new StdioClientTransport({ command: process.execPath, args: [referenceServer], stderr: 'ignore', env: { ...process.env } });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [referenceServer], stderr: 'ignore', env: codexServerEnvironment(process.env) });
   await client.connect(transport);
   const result = await client.callTool({ name: 'exec', arguments: { command: ['true'] }, _meta: meta });
   if (result.isError) throw new Error(`floor call failed: ${JSON.stringify(result.content)}`);
@@ -103,6 +106,34 @@ async function floor(count, jobs) {
   };
   await Promise.all(Array.from({ length: Math.min(jobs, count) }, worker));
   return performance.now() - started;
+}
+
+/**
+ * A default run of the CLI, as a user starts it (exploration on, stdio and HTTP): wall time, exit
+ * code and what it started, from its JSON report. `server` is the stdio command; `http` the
+ * --http-command template.
+ */
+function cliDefaultRun(server, http, extra = []) {
+  const json = join(scratch, `cli-${process.hrtime.bigint()}.json`);
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), '--reporter', `json=${json}`, '--http-command', http, ...extra, '--', ...server], {
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('close', (code) => {
+      const ms = performance.now() - started;
+      try {
+        const report = JSON.parse(readFileSync(json, 'utf8'));
+        if (code !== 0) throw new Error(`exit ${code}`);
+        resolve({ ms, starts: report.stats?.serverStarts });
+      } catch (error) {
+        reject(new Error(`CLI default run failed (${error.message}): ${stderr.slice(-500)}`));
+      }
+    });
+  });
 }
 
 /** The CLI's own peak RSS (KB), from inside the CLI process. */
@@ -164,6 +195,17 @@ try {
 
   const jobs1 = [];
   for (let i = 0; i < JOBS1_RUNS; i++) jobs1.push((await suite(1)).ms);
+  // Default runs through the CLI over stdio and HTTP: a server on the official SDK, and the
+  // reference taking 2 s to start (as Python and JVM servers often do).
+  const sdkServer = join(root, 'fixtures/servers/unusual.mjs');
+  const slowServer = join(root, 'fixtures/servers/slow-start.mjs');
+  const cliRuns = { sdk: [], slow: [] };
+  for (let i = 0; i < CLI_RUNS; i++) {
+    cliRuns.sdk.push(await cliDefaultRun([process.execPath, sdkServer, 'bash-wrapper'], `${process.execPath} ${sdkServer} bash-wrapper --http --port {port}`));
+    cliRuns.slow.push(
+      await cliDefaultRun([process.execPath, slowServer, '2000'], `${process.execPath} ${slowServer} 2000 --http --port {port}`, ['--config', referenceConfig]),
+    );
+  }
   const rss = [];
   for (let i = 0; i < RSS_RUNS; i++) rss.push(await cliPeakRss());
 
@@ -190,6 +232,11 @@ try {
     `suite time by phase, summed over scenarios (median per run): observers ${s(median(phases.observersMs))}, startup ${s(median(phases.startupMs))}, ` +
       `scenario ${s(median(phases.runMs))}, stopping servers (in the background) ${s(median(phases.closeMs))}`,
   );
+  const cliLine = (runs) => `${s(median(runs.map((r) => r.ms)))} (${runs[0].starts} server starts)   [${runs.map((r) => s(r.ms)).join(', ')}]`;
+  const sdkMs = median(cliRuns.sdk.map((r) => r.ms));
+  const slowMs = median(cliRuns.slow.map((r) => r.ms));
+  console.log(`CLI default run, SDK-based server (unusual.mjs bash-wrapper), stdio + HTTP: ${cliLine(cliRuns.sdk)}   (target <= 9 s: ${sdkMs <= 9000 ? 'met' : 'NOT met'})`);
+  console.log(`CLI default run, reference with a 2 s start-up, stdio + HTTP: ${cliLine(cliRuns.slow)}   (target <= 15 s: ${slowMs <= 15000 ? 'met' : 'NOT met'})`);
   console.log(`load average after: ${load()}`);
 } finally {
   rmSync(scratch, { recursive: true, force: true });

@@ -180,7 +180,7 @@ async function main(argv: string[]): Promise<number> {
       group: 'Run:',
     })
     .option('catalog-startups', { type: 'number', default: 3, describe: 'Overlapping startups for the tool-catalog checks (CAT-1, CAT-2)', group: 'Run:' })
-    .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios run at once, each with its own server', group: 'Run:' })
+    .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios acting on their servers at once (their servers may start meanwhile)', group: 'Run:' })
     .option('explore', {
       type: 'number',
       describe: `Random call sequences to explore, each on a fresh server (explore/sequences-hold-contract); 0 or --no-explore turns it off [default: ${EXPLORE_DEFAULTS.runs}]`,

@@ -122,6 +122,14 @@ export interface HumanOptions {
   mode?: 'host';
 }
 
+/** How long the run took and what it started: the run's cost follows its checks, not its processes. */
+function timingLine(report: GradedReport, mode: HumanOptions['mode']): string | undefined {
+  if (!report.stats) return undefined;
+  const { serverStarts, scenariosRun } = report.stats;
+  const starts = mode === 'host' ? '' : `, ${serverStarts} server start${serverStarts === 1 ? '' : 's'}`;
+  return `run: ${(report.durationMs / 1000).toFixed(1)} s, ${scenariosRun} scenario${scenariosRun === 1 ? '' : 's'} run${starts}`;
+}
+
 /** The terminal report: one line per check, details under each failure, the tally last. */
 export function renderHuman(report: GradedReport, options: HumanOptions): string {
   const c = new Chalk({ level: options.color ? 1 : 0 });
@@ -135,6 +143,8 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   const exec = execSummary(report, options.mode);
   if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
+  const timing = timingLine(report, options.mode);
+  if (timing) out.push(c.dim(timing));
   if (report.startFailure) {
     const [first, ...more] = messageLines('', report.startFailure.message, '');
     out.push('', c.red.bold(`The target failed to start: ${first}`), ...untrusted(more));

@@ -139,6 +139,7 @@ export function toDocument(data: ReportData): ReportDocument {
         ? {}
         : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
     ...(report.containment ? { containment: report.containment } : {}),
+    ...(report.stats ? { stats: report.stats } : {}),
     failOn: data.failOn,
     exitCode: data.exitCode,
     summary: {

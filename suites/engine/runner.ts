@@ -12,6 +12,9 @@ import { SuiteRun } from './suite-run.js';
 export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport, type StartFailure } from './plan.js';
 export { sandboxOptIn } from './server-driver.js';
 
+/** Server start-ups under way per scenario acting at once. */
+const STARTS_PER_SLOT = 3;
+
 /**
  * Runs `scenarios` as the plan says: one job per scenario and transport, `plan.jobs` at a time;
  * once every server is gone, the sandbox monitor judges every call of the run, and each check's
@@ -29,7 +32,9 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       runs.set(job, run);
       return run.execute(drivesHost(job.scenario) ? driveHostScenario : driveServerScenario);
     });
-    await runPool(plan.jobs, work);
+    // In server mode, start-ups overlap beyond --jobs (a server that takes seconds to start mostly
+    // waits); acting on the servers is what --jobs bounds (SuiteRun.actingSlots). Host runs compute.
+    await runPool(plan.host ? plan.jobs : plan.jobs * STARTS_PER_SLOT, work);
   } finally {
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.

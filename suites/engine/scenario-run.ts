@@ -42,6 +42,8 @@ export class ScenarioRun {
   /** Whether a server (or host) of this job got through startup. */
   startedHere = false;
   timing?: ScenarioTiming;
+  /** Moves the scenario's deadline by `ms` (set while it runs). */
+  postponeDeadline: (ms: number) => void = () => undefined;
   /** Every connection's traffic, in order (set by the driver). */
   transcript: TranscriptEntry[] = [];
   private endedAt = Date.now();
@@ -127,10 +129,24 @@ export class ScenarioRun {
     this.timing = { observersMs: 0, startupMs: 0, runMs: 0 };
     const budgetMs = Math.min(scenario.timeoutMs?.(suite.plan.options, suite.scenarioTimeoutMs) ?? suite.scenarioTimeoutMs, MAX_TIMER_MS);
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)})`);
-    }, budgetMs);
+    let deadline = Date.now() + budgetMs;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => {
+          timedOut = true;
+          scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)})`);
+        },
+        Math.min(Math.max(0, deadline - Date.now()), MAX_TIMER_MS),
+      );
+    };
+    arm();
+    // Time spent waiting for a turn to act (SuiteRun.actingSlots) is not the scenario's.
+    this.postponeDeadline = (ms) => {
+      deadline += ms;
+      if (!timedOut) arm();
+    };
     const work = scope.run(() => drive(this, scope));
     suite.begin(job, scope, work);
     const aborted = new Promise<string>((resolve) => scope.onAbort(resolve));

@@ -30,8 +30,16 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
   try {
     const connection = await servers.openMain();
     noteServer(run, connection);
+    // The control acts at once: the others may wait on its facts while they hold their slots.
+    const waitStarted = Date.now();
+    const release = run.scenario.isControl ? () => undefined : await run.suite.actingSlots.acquire();
+    run.postponeDeadline(Date.now() - waitStarted);
     const started = Date.now();
-    await runOnServer(run, run.scenario as Scenario, connection, servers);
+    try {
+      await runOnServer(run, run.scenario as Scenario, connection, servers);
+    } finally {
+      release();
+    }
     run.timing!.runMs = Date.now() - started;
     run.end.unanswered = servers.firstUnanswered();
     if (run.end.unanswered) run.end.nothingRan = !anythingRan(await servers.observers!.read());

@@ -6,6 +6,7 @@ import type { ExecAdapter } from '../../harness/exec-adapter.js';
 import { ProcessScope, sweepMarked, trackRunMarker, trackTempDir } from '../../harness/process-group.js';
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
+import { Slots } from './pool.js';
 import type { Control, Job } from './jobs.js';
 import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan, type StartFailure } from './plan.js';
 
@@ -24,6 +25,8 @@ export class SuiteRun {
   readonly scope = new ProcessScope();
   readonly scenarioTimeoutMs: number;
   readonly connect: Connector;
+  /** Scenarios acting on their servers at once (--jobs); more may be starting theirs meanwhile. */
+  readonly actingSlots: Slots;
   serverStarts = 0;
   scenariosRun = 0;
   done = 0;
@@ -52,6 +55,7 @@ export class SuiteRun {
   ) {
     this.scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
     this.connect = plan.connect ?? connect;
+    this.actingSlots = new Slots(plan.jobs);
     this.forget = [trackTempDir(this.root), trackRunMarker(this.scope.marker)];
     const runTimeoutMs = Math.min(plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS);
     this.runTimer = setTimeout(() => {
