@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
-import { cleanUpEverythingNow } from '../harness/process-group.js';
+import { cleanUpEverythingNow } from '../harness/process-registry.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';

@@ -6,7 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createProgress, inCI, progressLine } from '../cli/progress.js';
-import { containment } from '../harness/process-group.js';
 import { bundledCli, chaosServer, cliPath, referenceServer } from './helpers.js';
 import { exploring } from './fixtures/run-cli.js';
 import { scriptOrFail } from './fixtures/requirements.js';
@@ -148,8 +147,7 @@ async function cli(args: string[], options: CliOptions = {}): Promise<Run> {
 /** Nothing of the run is left: no tagged process, no logged pid alive, the private TMPDIR empty. */
 function expectNoSurvivors(run: Run): void {
   expect(tagged(run.tag)).toEqual([]);
-  // In a PID namespace per server (harness/process-group.ts) the logged pids are the namespace's own: the tag scan above is the check.
-  if (containment().mechanism === 'sweep') expect([...run.logged.servers, ...run.logged.children].filter(alive)).toEqual([]);
+  expect([...run.logged.servers, ...run.logged.children].filter(alive)).toEqual([]);
   expect(readdirSync(run.tmp)).toEqual([]);
 }
 

@@ -7,7 +7,9 @@ import { adapterRejection, resolveExecAdapter, renderCommand, usesShellString, t
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { TargetStartError } from '../../harness/codex-session.js';
 import { ScenarioObservers, type Observations } from '../../harness/observers.js';
-import { containment, ProcessScope, sweepMarked, trackRunMarker, trackTempDir, type Containment } from '../../harness/process-group.js';
+import { containment, type Containment } from '../../harness/containment.js';
+import { sweepRun, trackTempDir } from '../../harness/process-registry.js';
+import { ProcessScope } from '../../harness/process-scope.js';
 import { oversizedMessages } from '../../harness/stdio-transport.js';
 import { connect, type Connection, type HttpTarget, type StdioTarget } from '../../harness/target.js';
 import type { Transport } from '../../harness/codex-wire.js';
@@ -130,7 +132,7 @@ export interface RunReport {
   capabilities?: unknown;
   /** The transports the plan had targets for (whatever --only selected). */
   transports?: Transport[];
-  /** How the run made sure nothing it started outlives it (harness/process-group.ts). */
+  /** How the run made sure nothing it started outlives it (harness/containment.ts, harness/process-registry.ts). */
   containment?: Containment;
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;
@@ -178,7 +180,6 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   const root = mkdtempSync(join(tmpdir(), 'tmp-'));
   const forgetRoot = trackTempDir(root);
   const runScope = new ProcessScope();
-  const forgetMarker = trackRunMarker(runScope.marker);
   const control = new Control();
   const report: RunReport = { scenarios: [], results: [], durationMs: 0 };
   let serverStarts = 0;
@@ -440,11 +441,11 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   } finally {
     clearTimeout(runTimer);
     // Nothing of the run may start from here on; whatever it started stops, then the sweep
-    // catches what escaped its process group.
+    // ends what nobody stopped, with whatever escaped its process group.
     runScope.abort('the run is over');
     await Promise.race([Promise.allSettled(works), sleep(2000)]);
     await Promise.allSettled(closing);
-    sweepMarked(runScope.marker);
+    sweepRun(runScope);
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.
     // Now every call of every scenario is judged against everything its observers recorded.
     await Promise.all([...logsByJob.values()].map((log) => judgeCalls(log)));
@@ -452,7 +453,6 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       [...resultsByJob.values()].flat(),
       [...logsByJob.values()].flatMap((l) => l.findings),
     );
-    forgetMarker();
     rmSync(root, { recursive: true, force: true });
     forgetRoot();
   }
