@@ -172,7 +172,7 @@ function removeCgroup(dir: string): boolean {
 const sleepNow = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 /** Kills (unless `kill` is false) and removes a cgroup and the cgroups below it, synchronously; bounded at about 1 s. */
-export function removeCgroupTreeNow(dir: string, kill = true): void {
+function removeCgroupTreeNow(dir: string, kill = true): void {
   if (kill) killCgroup(dir); // the whole subtree
   removeTreeNow(dir, kill ? Date.now() + 1000 : 0);
 }

@@ -14,7 +14,7 @@ export interface ProcInfo {
   startTime: number;
 }
 
-export const hasProc = (() => {
+const hasProc = (() => {
   try {
     readdirSync('/proc/self');
     return true;
@@ -171,7 +171,7 @@ export function pidAlive(pid: number): boolean {
 }
 
 /** True while any process of the group led by `pgid` exists (zombies awaiting their reaper included). */
-export function groupAlive(pgid: number): boolean {
+function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
     return true;

@@ -26,6 +26,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 interface TrackedGroup {
   pgid: number;
+  child: ChildProcess;
   /** The run it belongs to (the root scope), for the run's final sweep. */
   run?: ProcessScope;
   cgroup?: string;
@@ -126,7 +127,7 @@ export function spawnTracked(command: string, args: string[], options: SpawnTrac
     if (cgroup) removeServerCgroupNow(cgroup);
     return { child, stop: async () => undefined };
   }
-  const group: TrackedGroup = { pgid, run: currentScope()?.root, cgroup };
+  const group: TrackedGroup = { pgid, child, run: currentScope()?.root, cgroup };
   if (options.contain && !cgroup) group.seen = new Map([[pgid, readStat(pgid)?.startTime ?? 0]]);
   trackGroup(group);
   let stopping: Promise<void> | undefined;
@@ -146,8 +147,8 @@ export function spawnTracked(command: string, args: string[], options: SpawnTrac
 /** SIGKILL, now, to a group, its leader's descendants, its cgroup and what is left of its recorded tree. */
 function killNow(group: TrackedGroup): void {
   const recorded = group.seen ? stillSeen(group.seen) : [];
-  killProcessGroupNow(group.pgid);
-  for (const pid of recorded) signalPid(pid, 'SIGKILL');
+  signalGroup(group.pgid, 'SIGKILL');
+  for (const pid of [...(leaderGone(group.child) ? [] : descendantsOf(group.pgid)), ...recorded]) signalPid(pid, 'SIGKILL');
   if (group.cgroup) removeServerCgroupNow(group.cgroup);
 }
 
@@ -177,12 +178,8 @@ export function cleanUpEverythingNow(): void {
   liveDirs.clear();
 }
 
-/** SIGKILL, now, to a group and to every descendant of its leader (in any group). */
-export function killProcessGroupNow(pgid: number): void {
-  const descendants = descendantsOf(pgid);
-  signalGroup(pgid, 'SIGKILL');
-  for (const pid of descendants) signalPid(pid, 'SIGKILL');
-}
+/** Once the leader has been reaped its pid may be someone else's: only its group (and what we recorded) is still ours. */
+const leaderGone = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 /**
  * Ends a process started with `detached: true`, everything in its group, every descendant that
@@ -190,12 +187,10 @@ export function killProcessGroupNow(pgid: number): void {
  * left after `graceMs`. Returns as soon as all of them are gone (polling from 2 ms up to 20 ms),
  * so a server that exits on SIGTERM costs no grace. Bounded: at most `graceMs` + 1 s.
  */
-export async function killProcessGroup(child: ChildProcess, graceMs = 1000, others: number[] = []): Promise<void> {
+async function killProcessGroup(child: ChildProcess, graceMs = 1000, others: number[] = []): Promise<void> {
   const pgid = child.pid;
   if (pgid === undefined) return;
-  // Once the leader has been reaped its pid may be someone else's: only its group and `others` are still ours.
-  const leaderGone = child.exitCode !== null || child.signalCode !== null;
-  const targets = [...new Set([...(leaderGone ? [] : descendantsOf(pgid)), ...others, ...others.flatMap(descendantsOf)])];
+  const targets = [...new Set([...(leaderGone(child) ? [] : descendantsOf(pgid)), ...others, ...others.flatMap(descendantsOf)])];
   const alive = () => targets.some(pidAlive) || groupRunning(pgid);
   const send = (signal: NodeJS.Signals) => {
     signalGroup(pgid, signal);
