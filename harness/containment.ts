@@ -1,7 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants as fsConstants, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { pidAlive } from './proc.js';
 
 /**
@@ -10,7 +9,8 @@ import { pidAlive } from './proc.js';
  * tree (`setsid`, a double fork, `env -i`): cgroup membership is inherited on fork and only root
  * can move a process out. Unlike a PID namespace, the server sees nothing unusual: its own PID
  * among the host's (so concurrent servers never share pid-named files), its real parent, the
- * host's /proc. Where cgroup v2 is not writable, the registry's sweep is all there is.
+ * host's /proc, exactly the environment and argv it was given. Where cgroup v2 is not writable,
+ * the registry's sweep is all there is.
  */
 
 export interface Containment {
@@ -21,14 +21,6 @@ export interface Containment {
 
 /** `sweep` forces the fallback (for tests, or a host where cgroups misbehave). */
 export const CONTAINMENT_ENV = 'MCP_SANDBOX_CONFORMANCE_CONTAINMENT';
-
-/**
- * Run by `/bin/sh` before the server: moves itself into the server's cgroup, then becomes the
- * server (exec keeps the pid), so nothing the server starts is ever outside the cgroup. Node's
- * spawn has no hook between fork and exec, and moving the server after spawn would race its
- * first fork.
- */
-const ENTER_CGROUP = 'echo $$ > "$1" || exit 125; shift; exec "$@"';
 
 /** Where the cgroup v2 hierarchy holds this process's own cgroup, from /proc/self/{cgroup,mountinfo}; undefined without one. */
 export function ownCgroupDir(): string | undefined {
@@ -61,15 +53,15 @@ export function ownCgroupDir(): string | undefined {
 /** This process's parent cgroup for its servers' cgroups: `tmp-<our pid>-<random>` (neutral: a server sees it in /proc/self/cgroup). */
 const PARENT_NAME = /^tmp-(\d+)-[0-9a-f]+$/;
 
-let probed: (Containment & { parent?: string }) | undefined;
+let probed: (Containment & { parent?: string; own?: string }) | undefined;
 
-/** The containment in force for this process's runs; probed once (a cgroup made, one `sh` moved into it: about 3 ms). */
+/** The containment in force for this process's runs; probed once (two cgroups made, this process moved into one and back: about 1 ms). */
 export function containment(): Containment {
   probed ??= probeContainment();
   return { mechanism: probed.mechanism, detail: probed.detail };
 }
 
-function probeContainment(): Containment & { parent?: string } {
+function probeContainment(): Containment & { parent?: string; own?: string } {
   const fallback = (why: string): Containment => ({
     mechanism: 'sweep',
     detail: `${why}; only process groups and the process trees recorded while servers ran (every 100 ms), which miss a daemon that leaves its session between two looks`,
@@ -91,22 +83,44 @@ function probeContainment(): Containment & { parent?: string } {
     return fallback('cgroup v2 without cgroup.kill (it needs Linux 5.14 or later)');
   }
   const probe = join(parent, 'probe');
-  let moved: ReturnType<typeof spawnSync> | undefined;
+  let moved = false;
   try {
     mkdirSync(probe);
-    moved = spawnSync('/bin/sh', ['-c', ENTER_CGROUP, 'sh', join(probe, 'cgroup.procs'), '/bin/sh', '-c', 'exit 0'], { stdio: 'ignore', timeout: 5000 });
+    moved = inCgroup(probe, own, () => true);
   } catch {
     // reported below
   }
-  removeCgroupTreeNow(probe);
-  removeCgroupTreeNow(parent);
-  if (moved?.status !== 0) return fallback(`cannot move a process into a cgroup below ${own} (it needs root or a delegated cgroup)`);
+  removeCgroupTreeNow(parent, false);
+  if (!moved) return fallback(`cannot move a process between cgroups below ${own} (it needs root or a delegated cgroup)`);
   return {
     mechanism: 'cgroup',
     detail:
       'each server in a cgroup of its own (cgroup v2); cgroup.kill ends everything a server started, wherever it moved, when the server is stopped and when the run ends',
     parent,
+    own,
   };
+}
+
+/**
+ * Runs `fn` (a synchronous spawn) with this process in `cgroup`, then moves it back to `home`: the
+ * child is born in the cgroup, so nothing it does is ever outside it, and nothing stands between
+ * it and us (no wrapper that would change its environment, argv or exit status). JavaScript runs
+ * on one thread and Node's spawn forks before it returns, so no other spawn of ours can happen
+ * in between. Migration moves all of this process's threads; with no controllers enabled it
+ * changes nothing for them.
+ */
+function inCgroup<T>(cgroup: string, home: string, fn: () => T): T {
+  writeFileSync(join(cgroup, 'cgroup.procs'), String(process.pid));
+  try {
+    return fn();
+  } finally {
+    writeFileSync(join(home, 'cgroup.procs'), String(process.pid));
+  }
+}
+
+/** Spawns (`spawnNow`, synchronous) a server into `cgroup` (from newServerCgroup). */
+export function spawnInCgroup<T>(cgroup: string, spawnNow: () => T): T {
+  return inCgroup(cgroup, probed!.own!, spawnNow);
 }
 
 /** Empty parent cgroups left by CLI processes that died without cleaning up (SIGKILL): rmdir fails on any that still holds a process. */
@@ -143,6 +157,9 @@ export const serverCgroupParent = (): string | undefined => probed?.parent;
 
 /** SIGKILLs every process in the cgroup and its descendants, at once (the kernel does it; no race with forks). */
 export function killCgroup(dir: string): void {
+  // Never while this process is in it (were a move back ever to fail).
+  const mine = ownCgroupDir();
+  if (mine === undefined || mine === dir || mine.startsWith(`${dir}/`)) return;
   try {
     writeFileSync(join(dir, 'cgroup.kill'), '1');
   } catch {
@@ -206,46 +223,4 @@ export function removeServerCgroupNow(dir: string): void {
 
 function forgetServerCgroup(dir: string): void {
   if (liveServerCgroups.delete(dir) && liveServerCgroups.size === 0 && probed?.parent) removeCgroup(probed.parent);
-}
-
-/** An executable `name` (a path, or a bare name searched on `path`), absolute; undefined when there is none. */
-function findExecutable(name: string, path: string | undefined, cwd: string): string | undefined {
-  const candidates = name.includes('/')
-    ? [resolvePath(cwd, name)]
-    : (path ?? '')
-        .split(delimiter)
-        .filter(isAbsolute)
-        .map((dir) => join(dir, name));
-  for (const file of candidates) {
-    try {
-      if (statSync(file).isFile()) {
-        accessSync(file, fsConstants.X_OK);
-        return file;
-      }
-    } catch {
-      // not this one
-    }
-  }
-  return undefined;
-}
-
-/**
- * How to spawn `command args` inside `cgroup`: through `/bin/sh`, which joins the cgroup and
- * execs the command in its place (same pid; exit codes and signals are the server's own). The
- * command is passed as given, so the server's argv[0] is what the caller named. A command that
- * cannot be found or executed is spawned as it is, so that Node reports it as always: nothing
- * runs to contain.
- */
-export function launchInCgroup(
-  cgroup: string,
-  command: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string | undefined,
-): { command: string; args: string[] } {
-  const file = findExecutable(command, env.PATH, cwd ?? process.cwd());
-  if (!file) return { command, args };
-  // A name that begins with '-' would read as an option of exec.
-  const given = command.startsWith('-') ? file : command;
-  return { command: '/bin/sh', args: ['-c', ENTER_CGROUP, 'sh', join(cgroup, 'cgroup.procs'), given, ...args] };
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { killCgroup, launchInCgroup, newServerCgroup, removeServerCgroup, removeServerCgroupNow, cgroupPopulated, serverCgroupParent } from './containment.js';
+import { killCgroup, newServerCgroup, spawnInCgroup, removeServerCgroup, removeServerCgroupNow, cgroupPopulated, serverCgroupParent } from './containment.js';
 import { descendantsOf, groupRunning, pidAlive, readStat, signalGroup, signalPid } from './proc.js';
 import { currentScope, type ProcessScope } from './process-scope.js';
 
@@ -113,14 +113,18 @@ export interface TrackedProcess {
  */
 export function spawnTracked(command: string, args: string[], options: SpawnTrackedOptions): TrackedProcess {
   const cgroup = options.contain ? newServerCgroup() : undefined;
-  const launch = cgroup ? launchInCgroup(cgroup, command, args, options.env ?? process.env, options.cwd) : { command, args };
-  let child: ChildProcess;
+  const spawnNow = () => spawn(command, args, { env: options.env, cwd: options.cwd, stdio: options.stdio, detached: true });
+  let spawned: ChildProcess | undefined;
   try {
-    child = spawn(launch.command, launch.args, { env: options.env, cwd: options.cwd, stdio: options.stdio, detached: true });
+    if (cgroup) spawnInCgroup(cgroup, () => (spawned = spawnNow()));
+    else spawned = spawnNow();
   } catch (error) {
+    // A failed move back out of the cgroup: what was born in it goes at once.
+    if (spawned?.pid !== undefined) signalGroup(spawned.pid, 'SIGKILL');
     if (cgroup) removeServerCgroupNow(cgroup);
     throw error;
   }
+  const child = spawned!;
   const pgid = child.pid;
   if (pgid === undefined) {
     // Nothing started ('error' follows).

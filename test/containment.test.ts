@@ -119,24 +119,25 @@ describe('containment', () => {
     expect(await stillTicking(dir)).toBe(survivors.length > 0);
   });
 
-  test('spawnTracked with containment: the server is the process spawned, in a cgroup of its own that goes with it; a missing command spawns as given', async () => {
+  test('spawnTracked with containment: the server is the process spawned, born in a cgroup of its own that goes with it; a missing command fails as Node reports it', async () => {
     cgroupsOrFail();
     const script = [
       "const cgroup = require('fs').readFileSync('/proc/self/cgroup', 'utf8').split('\\n').find((l) => l.startsWith('0::')).slice(3);",
-      'process.stdout.write(JSON.stringify({ pid: process.pid, ppid: process.ppid, argv0: process.argv0, cgroup }));',
+      'process.stdout.write(JSON.stringify({ pid: process.pid, ppid: process.ppid, argv0: process.argv0, env: process.env, cgroup }));',
       "setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);",
     ].join('\n');
     const { child, stop } = spawnTracked('node', ['-e', script], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'inherit'], contain: true });
     let out = '';
     child.stdout!.on('data', (c) => (out += c));
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
-    // exec keeps the pid: exit status, signal and pid are the server's own.
+    // The exit status and signal are the server's own; it was born in the cgroup, with exactly the argv0 and environment given (no wrapper between us).
     expect([code, signal]).toEqual([null, 'SIGKILL']);
     const seen = JSON.parse(out) as { cgroup: string };
     expect(seen).toEqual({
       pid: child.pid,
       ppid: process.pid,
       argv0: 'node',
+      env: { PATH: process.env.PATH },
       cgroup: expect.stringMatching(new RegExp(`/tmp-${process.pid}-[0-9a-f]+/\\d+$`)),
     });
     // Below our own cgroup (both paths are from the same cgroup namespace's root).
