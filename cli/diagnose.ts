@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { userServerEnvironment } from '../harness/codex-environment.js';
-import { trackTempDir } from '../harness/process-group.js';
+import { trackTempDir } from '../harness/process-registry.js';
 import { connect, type StdioTarget } from '../harness/target.js';
 
 /**

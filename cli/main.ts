@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { packageRoot } from '../harness/paths.js';
 import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
-import { cleanUpEverythingNow, containment } from '../harness/process-group.js';
+import { containment } from '../harness/containment.js';
+import { cleanUpEverythingNow } from '../harness/process-registry.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, checkById, everyCheck, transportsOf } from '../suites/index.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
@@ -180,7 +181,13 @@ async function main(argv: string[]): Promise<number> {
       group: 'Run:',
     })
     .option('catalog-startups', { type: 'number', default: 3, describe: 'Overlapping startups for the tool-catalog checks (CAT-1, CAT-2)', group: 'Run:' })
-    .option('jobs', { alias: 'j', type: 'number', default: availableParallelism(), describe: 'Scenarios acting on their servers at once (their servers may start meanwhile)', group: 'Run:' })
+    .option('jobs', {
+      alias: 'j',
+      type: 'number',
+      default: availableParallelism(),
+      describe: 'Scenarios acting on their servers at once (their servers may start meanwhile)',
+      group: 'Run:',
+    })
     .option('explore', {
       type: 'number',
       describe: `Random call sequences to explore, each on a fresh server (explore/sequences-hold-contract); 0 or --no-explore turns it off [default: ${EXPLORE_DEFAULTS.runs}]`,

@@ -11,7 +11,7 @@ import {
   type SandboxEntries,
   type Transport as TransportKind,
 } from './codex-wire.js';
-import { currentScope, type ProcessScope } from './process-group.js';
+import { currentScope, type ProcessScope } from './process-scope.js';
 import type { Transcript } from './transcript.js';
 import { isObject } from './json.js';
 

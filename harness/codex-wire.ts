@@ -5,7 +5,7 @@ import { isObject } from './json.js';
 
 /**
  * What Codex CLI 0.171.0 puts on the wire, reproduced key for key (and in the same key order)
- * from shared/reference/codex-wire.json. Change this file when Codex changes.
+ * from the capture vendored as test/fixtures/codex-wire-0.171.0.json. Change this file when Codex changes.
  */
 export const CODEX_VERSION = '0.171.0';
 export const PROTOCOL_VERSION = '2025-06-18';
@@ -183,7 +183,7 @@ const atPath = (path: string) => ({ type: 'path', path });
 
 /**
  * The state Codex 0.171.0 sends for `profile` on `workspaceDir`, field for field and in its order
- * (shared/reference/codex-wire.json, test/differential.test.ts), with the canary fields added on
+ * (test/fixtures/codex-wire-0.171.0.json, test/differential.test.ts), with the canary fields added on
  * top unless `canaries: false`: at the end of the top level, of permissionProfile, and of the
  * workspace's write entry (the root read entry for read-only).
  */

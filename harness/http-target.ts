@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, connect as tcpConnect } from 'node:net';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from './json.js';
-import { assertNotAborted, containedLaunch, currentScope, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
+import { spawnTracked } from './process-registry.js';
+import { assertNotAborted, currentScope } from './process-scope.js';
 import type { Transcript } from './transcript.js';
 
 /** A free loopback port, from the kernel. */
@@ -52,10 +53,8 @@ export async function startHttpCommand(
   const port = await freePort();
   const command = template.replaceAll('{port}', String(port));
   transcript.note(`starting: ${command}`);
-  const marked = markedEnvironment(env);
-  const launch = containedLaunch('/bin/sh', ['-c', command], marked, cwd);
-  const child = spawn(launch.command, launch.args, { env: marked, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  if (child.pid !== undefined) trackGroup(child.pid);
+  const tracked = spawnTracked('/bin/sh', ['-c', command], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], contain: true });
+  const child = tracked.child;
   // Its output goes to the transcript, up to 1 MB (a chatty server must not fill the memory).
   let kept = 0;
   const record = (chunk: string) => {
@@ -66,16 +65,9 @@ export async function startHttpCommand(
   child.stdout?.setEncoding('utf8').on('data', record);
   child.stderr?.setEncoding('utf8').on('data', record);
   let exited: string | undefined;
-  child.once('exit', (...status) => {
-    const { code, signal } = launch.exit(...status);
-    exited = signal ? `signal ${signal}` : `code ${code}`;
-  });
+  child.once('exit', (code, signal) => (exited = signal ? `signal ${signal}` : `code ${code}`));
   child.once('error', (error) => (exited = error.message));
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= killProcessGroup(child).then(() => {
-      if (child.pid !== undefined) untrackGroup(child.pid);
-    }));
+  const stop = () => tracked.stop();
   // An aborted job (timeout, target dead) stops the server at once, also while it is starting.
   const scope = currentScope();
   let aborted: string | undefined;
@@ -109,7 +101,7 @@ export async function startHttpCommand(
 
 /**
  * Headers Codex 0.171.0 sends on every Streamable HTTP request, GET included (captured from
- * `codex exec` against a loopback server; shared/CONTRACT.md §2). Its `accept-encoding: zstd,gzip`
+ * `codex exec` against a loopback server; CONTRACT.md §2). Its `accept-encoding: zstd,gzip`
  * is left out: Node 20's fetch cannot decode zstd.
  */
 export const CODEX_HTTP_HEADERS: Readonly<Record<string, string>> = {

@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { ConnectionFailure } from './codex-session.js';
-import { assertNotAborted, containedLaunch, killProcessGroup, markedEnvironment, trackGroup, untrackGroup } from './process-group.js';
+import { spawnTracked, type TrackedProcess } from './process-registry.js';
+import { assertNotAborted } from './process-scope.js';
 import type { Transcript } from './transcript.js';
 
 export interface StdioTargetSpec {
@@ -47,6 +48,7 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcess;
+  private tracked?: TrackedProcess;
   /** The current, unfinished line, as raw chunks (a newline byte never occurs inside UTF-8 sequences). */
   private pending: Buffer[] = [];
   private pendingBytes = 0;
@@ -77,25 +79,23 @@ export class ProcessGroupStdioTransport implements Transport {
         reject(error);
         return;
       }
-      const env = markedEnvironment(this.spec.env);
-      const launch = containedLaunch(this.spec.command, this.spec.args, env, this.spec.cwd);
-      const child = spawn(launch.command, launch.args, {
-        env,
-        cwd: this.spec.cwd,
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: true,
-      });
+      let tracked: TrackedProcess;
+      try {
+        tracked = spawnTracked(this.spec.command, this.spec.args, { env: this.spec.env, cwd: this.spec.cwd, stdio: ['pipe', 'pipe', 'pipe'], contain: true });
+      } catch (error) {
+        reject(error as Error);
+        return;
+      }
+      const child = tracked.child;
+      this.tracked = tracked;
       this.child = child;
       child.once('error', (error) => {
         if (child.pid === undefined) reject(error);
         else this.onerror?.(error);
       });
-      child.once('spawn', () => {
-        if (child.pid !== undefined) trackGroup(child.pid);
-        resolve();
-      });
+      child.once('spawn', () => resolve());
       child.once('exit', (code, signal) => {
-        this.exitInfo = launch.exit(code, signal);
+        this.exitInfo = { code, signal };
         // A child the server left behind may hold stdout open: the server is gone all the same,
         // once what it wrote before exiting has been read (stdout quiet for a moment).
         const check = () => {
@@ -230,8 +230,7 @@ export class ProcessGroupStdioTransport implements Transport {
   private stop(child: ChildProcess): Promise<void> {
     this.stopping ??= (async () => {
       child.stdin?.end();
-      await killProcessGroup(child);
-      if (child.pid !== undefined) untrackGroup(child.pid);
+      await this.tracked?.stop();
     })();
     return this.stopping;
   }

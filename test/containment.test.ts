@@ -1,17 +1,20 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { containedLaunch, CONTAINMENT_ENV } from '../harness/process-group.js';
+import { CONTAINMENT_ENV, ownCgroupDir } from '../harness/containment.js';
+import { spawnTracked } from '../harness/process-registry.js';
 import { cliPath, root } from './helpers.js';
-import { pidNamespacesOrFail } from './fixtures/requirements.js';
+import { cgroupsOrFail } from './fixtures/requirements.js';
 
 /**
  * A `setsid env -i` daemon (fixtures/servers/daemon-escape.mjs) leaves the server's session and
- * drops the run marker, so only a kernel mechanism can stop it. With a PID namespace per server it
- * dies with its server; with the sweep alone (forced) it survives, which shows the observation can
- * fail. The daemon proves it is alive by appending to a ticks file every 50 ms.
+ * its process tree at once, so only a kernel mechanism can stop it. With a cgroup per server it
+ * dies with its server; with the sweep alone (forced) it is found only when a look at the tree
+ * (every 100 ms) happens to fall in the millisecond it spends there, so it almost always survives.
+ * The daemon proves it is alive by appending to a ticks file every 50 ms. The server also writes
+ * what it saw of itself: its pid, its parent and its environment.
  */
 
 const fixture = join(root, 'fixtures/servers/daemon-escape.mjs');
@@ -34,6 +37,16 @@ function processesNaming(dir: string): number[] {
 const ticksIn = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('ticks.'));
 const bytesIn = (dir: string) => ticksIn(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+interface Seen {
+  pid: number;
+  ppid: number;
+  http: boolean;
+  env: Record<string, string>;
+}
+const seenIn = (dir: string): Seen[] =>
+  readdirSync(dir)
+    .filter((f) => f.startsWith('seen.'))
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as Seen);
 
 async function run(dir: string, env: NodeJS.ProcessEnv, http: boolean) {
   const args = ['--reporter', 'json', '--only', 'capability/*', '--env', `DAEMON_ESCAPE_DIR=${dir}`];
@@ -44,7 +57,7 @@ async function run(dir: string, env: NodeJS.ProcessEnv, http: boolean) {
   child.stdout.on('data', (c) => (stdout += c));
   child.stderr.on('data', (c) => (stderr += c));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, stderr, report: JSON.parse(stdout) as { containment?: { mechanism: string; detail: string } } };
+  return { code, stderr, pid: child.pid!, report: JSON.parse(stdout) as { containment?: { mechanism: string; detail: string } } };
 }
 
 /** Whether anything still appends to the ticks files, over a window of 8 ticks. */
@@ -53,6 +66,9 @@ async function stillTicking(dir: string): Promise<boolean> {
   await sleep(400);
   return bytesIn(dir) > before;
 }
+
+/** Names in `env` that mention the suite; only those the test's own environment has may appear (the user's, passed on). */
+const suiteNames = (env: Record<string, string | undefined>) => Object.keys(env).filter((name) => /CONFORMANCE|MCP_SANDBOX/i.test(name));
 
 const survivors: number[] = [];
 afterAll(() => {
@@ -68,42 +84,75 @@ afterAll(() => {
 });
 
 describe('containment', () => {
-  test('a PID namespace per server: the setsid env -i daemon does not survive the run, over stdio and HTTP', async () => {
-    pidNamespacesOrFail();
+  test('a cgroup per server: the setsid env -i daemon does not survive the run, over stdio and HTTP; servers see ordinary pids and nothing of ours', async () => {
+    cgroupsOrFail();
     const dir = mkdtempSync(join(scratch, 'kernel-'));
-    const { code, report, stderr } = await run(dir, {}, true);
+    const { code, report, stderr, pid } = await run(dir, {}, true);
     expect(code).toBe(0);
-    expect(report.containment?.mechanism).toBe('pid-namespace');
-    expect(stderr).toMatch(/\ncontainment: pid-namespace: each server in a PID namespace of its own/);
+    expect(report.containment?.mechanism).toBe('cgroup');
+    expect(stderr).toMatch(/\ncontainment: cgroup: each server in a cgroup of its own/);
     // The daemon ran (one per server start, each ticked before its server served) ...
     expect(ticksIn(dir).length).toBeGreaterThanOrEqual(2);
     expect(bytesIn(dir)).toBeGreaterThan(0);
-    // ... and nothing of it is left.
+    // ... and nothing of it is left, nor the CLI's cgroups.
     expect(await stillTicking(dir)).toBe(false);
     expect(processesNaming(dir)).toEqual([]);
+    expect(readdirSync(ownCgroupDir()!).filter((name) => name.startsWith(`tmp-${pid}-`))).toEqual([]);
+    // Each server had a pid of its own, the CLI as the parent of a stdio server (as Codex is), and only the environment it was given.
+    const seen = seenIn(dir);
+    expect(seen.length).toBe(ticksIn(dir).length);
+    expect(new Set(seen.map((s) => s.pid)).size).toBe(seen.length);
+    expect(seen.every((s) => s.pid > 2)).toBe(true);
+    for (const s of seen.filter((s) => !s.http)) expect(s.ppid).toBe(pid);
+    for (const s of seen) expect(suiteNames(s.env)).toEqual(suiteNames(process.env));
   });
 
-  test('the sweep alone (forced): the same daemon survives, and the report says so', async () => {
+  test('the sweep alone (forced): the report says so, and the daemon, which left the tree at once, is almost never found', async () => {
     const dir = mkdtempSync(join(scratch, 'sweep-'));
     const { code, report, stderr } = await run(dir, { [CONTAINMENT_ENV]: 'sweep' }, false);
     survivors.push(...processesNaming(dir));
     expect(code).toBe(0);
     expect(report.containment).toEqual({ mechanism: 'sweep', detail: expect.stringContaining(`${CONTAINMENT_ENV}=sweep`) });
-    expect(stderr).toMatch(/\ncontainment: sweep: MCP_SANDBOX_CONFORMANCE_CONTAINMENT=sweep; only process groups/);
-    expect(await stillTicking(dir)).toBe(true);
-    expect(survivors.length).toBeGreaterThan(0);
+    expect(stderr).toMatch(/\ncontainment: sweep: MCP_SANDBOX_CONFORMANCE_CONTAINMENT=sweep; only process groups and the process trees recorded/);
+    expect(bytesIn(dir)).toBeGreaterThan(0);
+    // Whether a look caught it or not, the observation agrees with itself: a survivor ticks, none does not.
+    expect(await stillTicking(dir)).toBe(survivors.length > 0);
   });
 
-  test('in a namespace, a server killed by a signal is reported as killed by it; a missing command spawns as given', () => {
-    pidNamespacesOrFail();
-    const launch = containedLaunch(process.execPath, ['-e', '0'], process.env, undefined);
-    expect(launch.command).toMatch(/unshare$/);
-    expect(launch.args).toContain(process.execPath);
-    // The shell that is PID 1 exits 128+N when the server dies of signal N.
-    expect(launch.exit(137, null)).toEqual({ code: null, signal: 'SIGKILL' });
-    expect(launch.exit(3, null)).toEqual({ code: 3, signal: null });
-    expect(launch.exit(null, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-    const missing = containedLaunch('no-such-server-xyz', ['a'], process.env, undefined);
-    expect(missing).toMatchObject({ command: 'no-such-server-xyz', args: ['a'] });
+  test('spawnTracked with containment: the server is the process spawned, born in a cgroup of its own that goes with it; a missing command fails as Node reports it', async () => {
+    cgroupsOrFail();
+    const script = [
+      "const cgroup = require('fs').readFileSync('/proc/self/cgroup', 'utf8').split('\\n').find((l) => l.startsWith('0::')).slice(3);",
+      'process.stdout.write(JSON.stringify({ pid: process.pid, ppid: process.ppid, argv0: process.argv0, env: process.env, cgroup }));',
+      "setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50);",
+    ].join('\n');
+    const { child, stop } = spawnTracked('node', ['-e', script], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'inherit'], contain: true });
+    let out = '';
+    child.stdout!.on('data', (c) => (out += c));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    // The exit status and signal are the server's own; it was born in the cgroup, with exactly the argv0 and environment given (no wrapper between us).
+    expect([code, signal]).toEqual([null, 'SIGKILL']);
+    const seen = JSON.parse(out) as { cgroup: string };
+    expect(seen).toEqual({
+      pid: child.pid,
+      ppid: process.pid,
+      argv0: 'node',
+      env: { PATH: process.env.PATH },
+      cgroup: expect.stringMatching(new RegExp(`/tmp-${process.pid}-[0-9a-f]+/\\d+$`)),
+    });
+    // Below our own cgroup (both paths are from the same cgroup namespace's root).
+    const own = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'))!
+      .slice(3);
+    const cgroup = join(ownCgroupDir()!, seen.cgroup.slice(own.length));
+    expect(existsSync(cgroup)).toBe(true);
+    await stop();
+    expect(existsSync(cgroup)).toBe(false);
+    // The parent goes with the last server cgroup.
+    expect(existsSync(join(cgroup, '..'))).toBe(false);
+    const missing = spawnTracked('no-such-server-xyz', ['a'], { stdio: 'ignore', contain: true });
+    const error = await new Promise<Error>((resolve) => missing.child.once('error', resolve));
+    expect((error as NodeJS.ErrnoException).code).toBe('ENOENT');
   });
 });

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { CODEX_CA_ENV_VARS, CODEX_DEFAULT_ENV_VARS, isSuiteVariable } from '../harness/codex-environment.js';
-import { RUN_MARKER_ENV } from '../harness/process-group.js';
 import { root } from './helpers.js';
 import { lastLine, reporterFlags, runCli } from './fixtures/run-cli.js';
 
@@ -74,8 +73,8 @@ describe('what a server finds in its environment', () => {
     expect(run.code, run.stdout + run.stderr).toBe(0);
     const allowed = new Set([...CODEX_DEFAULT_ENV_VARS, ...CODEX_CA_ENV_VARS, 'GEM_HOME', 'EXTRA_SETTING']);
     for (const seen of namesIn(names)) {
-      // The run marker is the process-tracking change's to remove (harness/process-group.ts); nothing else of ours.
-      expect(seen.filter((n) => !allowed.has(n) && n !== RUN_MARKER_ENV)).toEqual([]);
+      // Nothing of ours: no run marker, no variable naming the suite.
+      expect(seen.filter((n) => !allowed.has(n))).toEqual([]);
       expect(seen).toEqual(expect.arrayContaining(['GEM_HOME', 'EXTRA_SETTING', 'PATH', 'HOME']));
       expect(seen).not.toContain('MY_API_TOKEN');
     }
@@ -87,7 +86,7 @@ describe('what a server finds in its environment', () => {
     expect(run.code, run.stdout + run.stderr).toBe(0);
     for (const seen of namesIn(names)) {
       expect(seen).toEqual(expect.arrayContaining(['GEM_HOME', 'MY_API_TOKEN', 'PATH']));
-      expect(seen.filter((n) => isSuiteVariable(n) && n !== RUN_MARKER_ENV)).toEqual([]);
+      expect(seen.filter((n) => isSuiteVariable(n))).toEqual([]);
     }
   });
 });

@@ -9,7 +9,7 @@ import { DEFAULT_CALLER_META } from '../suites/server/resources.js';
 import { runSuite } from '../suites/engine/runner.js';
 import { nodePlan, referenceServer, root, transcriptOf } from './helpers.js';
 
-/** What real Codex 0.171.0 sent (vendored from shared/reference/codex-wire.json). */
+/** What real Codex 0.171.0 sent (a capture of its wire, vendored). */
 const wire = JSON.parse(readFileSync(join(root, 'test/fixtures/codex-wire-0.171.0.json'), 'utf8'));
 const captured = wire.stdio['workspace-write, capability codex/sandbox-state'];
 

@@ -69,8 +69,8 @@ export interface ReportDocument {
   /** The exec tool and arguments template the run used, and where they came from; null when none resolved. Absent when the target never started. */
   exec?: (ExecAdapter & { description: string }) | null;
   startFailure?: { message: string; stderrTail: string };
-  /** How the run contained the processes it started (a PID namespace per server, or the sweep only). */
-  containment?: { mechanism: 'pid-namespace' | 'sweep'; detail: string };
+  /** How the run contained the processes it started (a cgroup per server, or the sweep only). */
+  containment?: { mechanism: 'cgroup' | 'sweep'; detail: string };
   failOn: 'must' | 'should';
   exitCode: number;
   summary: { total: number; passed: number; failed: number; skipped: number; warnings: number; errors: number; xfail: number; xpass: number };

@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { isObject } from '../json.js';
-import { killProcessGroup, trackGroup, untrackGroup } from '../process-group.js';
+import { spawnTracked, type TrackedProcess } from '../process-registry.js';
 import type { HostProgram } from './host-program.js';
 
 /** A reply to one app-server request, kept raw. */
@@ -27,6 +27,7 @@ interface Pending {
  */
 export class AppServerClient {
   private child?: ChildProcess;
+  private tracked?: TrackedProcess;
   private nextId = 1;
   private buffer = '';
   private readonly pending = new Map<number, Pending>();
@@ -44,14 +45,9 @@ export class AppServerClient {
 
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const child = spawn(this.host.command, [...this.host.args, 'app-server'], {
-        cwd: this.cwd,
-        env: this.env,
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: true,
-      });
+      this.tracked = spawnTracked(this.host.command, [...this.host.args, 'app-server'], { cwd: this.cwd, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = this.tracked.child;
       this.child = child;
-      if (child.pid !== undefined) trackGroup(child.pid);
       child.stdout!.setEncoding('utf8').on('data', (chunk: string) => this.onData(chunk));
       child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
         if (this.stderr.length < 200_000) this.stderr += chunk;
@@ -173,8 +169,7 @@ export class AppServerClient {
     const child = this.child;
     if (!child) return;
     child.stdin?.end();
-    await killProcessGroup(child, 1500);
-    if (child.pid !== undefined) untrackGroup(child.pid);
+    await this.tracked?.stop(1500);
     this.fail('closed by host mode');
   }
 }

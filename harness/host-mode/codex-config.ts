@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * Writes `$CODEX_HOME/config.toml` for an offline host run (shared/reference/driving-real-codex.md):
+ * Writes `$CODEX_HOME/config.toml` for an offline host run (README.md, "Host mode"):
  * a scripted model provider on loopback, approvals waived, the workspace trusted, and one MCP
  * server (stdio command or Streamable HTTP url). The TOML is a small subset (quoted keys, JSON
  * strings and arrays, booleans, numbers) so that the broken-host fixture can read it too.

@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type Transport } from '../codex-wire.js';
-import { groupAlive, killProcessGroup, trackGroup, trackTempDir, untrackGroup } from '../process-group.js';
+import { spawnTracked, trackTempDir } from '../process-registry.js';
 import { AppServerClient, describeAppOutcome, type AppOutcome } from './app-server.js';
 import { writeConfig, type HostConfig } from './codex-config.js';
 import type { HostProgram } from './host-program.js';
@@ -205,8 +204,8 @@ interface ProcessRun {
 /** Runs the host to completion in its own process group; on timeout or abort the whole group is killed. */
 function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number, signal?: AbortSignal): Promise<ProcessRun> {
   return new Promise((resolve) => {
-    const child = spawn(host.command, [...host.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    if (child.pid !== undefined) trackGroup(child.pid);
+    const tracked = spawnTracked(host.command, [...host.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = tracked.child;
     let stdout = '';
     let stderr = '';
     let timedOut = false;
@@ -214,9 +213,9 @@ function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-200_000)));
     const timer = setTimeout(() => {
       timedOut = true;
-      void killProcessGroup(child);
+      void tracked.stop();
     }, timeoutMs);
-    const abort = () => void killProcessGroup(child);
+    const abort = () => void tracked.stop();
     if (signal?.aborted) abort();
     else signal?.addEventListener('abort', abort, { once: true });
     child.once('close', () => signal?.removeEventListener('abort', abort));
@@ -227,12 +226,7 @@ function runProcess(host: HostProgram, args: string[], cwd: string, env: NodeJS.
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       // Anything the host left in its group (it should have stopped its MCP servers itself).
-      const finish = () => {
-        if (child.pid !== undefined) untrackGroup(child.pid);
-        resolve({ exit: { code, signal, timedOut }, stdout, stderr });
-      };
-      if (child.pid !== undefined && groupAlive(child.pid)) void killProcessGroup(child).then(finish);
-      else finish();
+      void tracked.stop().then(() => resolve({ exit: { code, signal, timedOut }, stdout, stderr }));
     });
   });
 }

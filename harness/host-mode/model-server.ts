@@ -3,7 +3,7 @@ import { isObject } from '../json.js';
 
 /**
  * A scripted model provider on loopback, speaking the subset of the OpenAI Responses API (over
- * SSE) that Codex uses (shared/reference/driving-real-codex.md). It makes the host call one MCP
+ * SSE) that Codex uses (README.md, "Host mode"). It makes the host call one MCP
  * tool a fixed number of times per turn, one function call per response, then ends the turn with
  * a short assistant message. No network beyond 127.0.0.1, no credentials.
  */

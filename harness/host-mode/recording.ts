@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Transport } from '../codex-wire.js';
 import { freePort } from '../http-target.js';
 import { fixturesDir } from '../paths.js';
-import { killProcessGroup, trackGroup, untrackGroup } from '../process-group.js';
+import { spawnTracked } from '../process-registry.js';
 import type { McpServerConfig } from './codex-config.js';
 
 /** The recording MCP server fixture (fixtures/servers/recording.mjs): what it offers. */
@@ -75,15 +74,9 @@ export async function startRecordingServer(transport: Transport, logFile: string
     return { config: { transport: 'stdio', command: process.execPath, args, env: {} }, logFile, stop: async () => undefined };
   }
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [...args, '--http', '--port', String(port), '--host', '127.0.0.1'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
-  });
-  if (child.pid !== undefined) trackGroup(child.pid);
-  const stop = async () => {
-    await killProcessGroup(child);
-    if (child.pid !== undefined) untrackGroup(child.pid);
-  };
+  const tracked = spawnTracked(process.execPath, [...args, '--http', '--port', String(port), '--host', '127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = tracked.child;
+  const stop = () => tracked.stop();
   let stderr = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the recording server did not listen within ${timeoutMs} ms: ${stderr.trim()}`)), timeoutMs);

@@ -1,5 +1,5 @@
 import { TargetStartError } from '../../harness/codex-session.js';
-import type { ProcessScope } from '../../harness/process-group.js';
+import type { ProcessScope } from '../../harness/process-scope.js';
 import type { HostScenario } from './model.js';
 import type { ScenarioRun } from './scenario-run.js';
 

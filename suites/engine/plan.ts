@@ -1,7 +1,7 @@
 import type { ConnectionPurpose, Transport } from '../../harness/codex-wire.js';
 import { toolAllowed, type ExecAdapter, type SessionAdapter, type ToolFilter } from '../../harness/exec-adapter.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
-import type { Containment } from '../../harness/process-group.js';
+import type { Containment } from '../../harness/containment.js';
 import type { Connection, HttpTarget, StdioTarget, Target } from '../../harness/target.js';
 import type { CheckResult, RunOptions, ScenarioRecord } from './model.js';
 
@@ -50,7 +50,7 @@ export interface RunReport {
   capabilities?: unknown;
   /** The transports the plan had targets for (whatever --only selected). */
   transports?: Transport[];
-  /** How the run made sure nothing it started outlives it (harness/process-group.ts). */
+  /** How the run made sure nothing it started outlives it (harness/containment.ts, harness/process-registry.ts). */
   containment?: Containment;
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;

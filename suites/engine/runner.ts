@@ -4,7 +4,7 @@ import { driveHostScenario } from './host-driver.js';
 import { planJobs, type Job } from './jobs.js';
 import { drivesHost, type AnyScenario, type Finding } from './model.js';
 import type { RunPlan, RunReport } from './plan.js';
-import { runPool } from './pool.js';
+import { TaskPool } from './pool.js';
 import { ScenarioRun } from './scenario-run.js';
 import { driveServerScenario } from './server-driver.js';
 import { SuiteRun } from './suite-run.js';
@@ -32,9 +32,12 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       runs.set(job, run);
       return run.execute(drivesHost(job.scenario) ? driveHostScenario : driveServerScenario);
     });
-    // In server mode, start-ups overlap beyond --jobs (a server that takes seconds to start mostly
-    // waits); acting on the servers is what --jobs bounds (SuiteRun.actingSlots). Host runs compute.
-    await runPool(plan.host ? plan.jobs : plan.jobs * STARTS_PER_SLOT, work);
+    // Once a server has started and said whether it opts in (so a dead or unwilling target costs
+    // no wave of starts), start-ups overlap beyond --jobs: a server that takes seconds to start
+    // mostly waits, and acting on servers is what --jobs bounds (SuiteRun.actingSlots). Host runs compute.
+    const pool = new TaskPool(work, plan.jobs);
+    if (!plan.host) suite.onServerKnown = () => pool.widen(plan.jobs * STARTS_PER_SLOT);
+    await pool.run();
   } finally {
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.

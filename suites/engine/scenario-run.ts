@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { TargetStartError } from '../../harness/codex-session.js';
-import type { ProcessScope } from '../../harness/process-group.js';
+import type { ProcessScope } from '../../harness/process-scope.js';
 import type { TranscriptEntry } from '../../harness/transcript.js';
 import type { Job } from './jobs.js';
 import {
@@ -35,6 +35,8 @@ const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-ta
 export class ScenarioRun {
   /** Verdicts reached before the end (verdict.ts, step 1): the first one for a check wins. */
   private readonly early = new Map<string, Verdict>();
+  /** Set once the job has ended or was given up on: a verdict the scenario reaches later comes too late to count. */
+  private sealed = false;
   end: JobEnd = {};
   readonly log = new MonitorLog();
   readonly dir: string;
@@ -61,7 +63,7 @@ export class ScenarioRun {
   }
 
   decide(checkId: string, verdict: Verdict): void {
-    if (!this.early.has(checkId)) this.early.set(checkId, verdict);
+    if (!this.sealed && !this.early.has(checkId)) this.early.set(checkId, verdict);
   }
 
   decided(checkId: string): boolean {
@@ -155,6 +157,7 @@ export class ScenarioRun {
     } catch (error) {
       if (scope.aborted === undefined) this.failed(error);
     } finally {
+      this.sealed = true;
       clearTimeout(timer);
       suite.finish(job);
     }

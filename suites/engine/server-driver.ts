@@ -2,7 +2,7 @@ import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { adapterRejection, resolveExecAdapter, type ExecAdapter } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
-import type { ProcessScope } from '../../harness/process-group.js';
+import type { ProcessScope } from '../../harness/process-scope.js';
 import type { Connection } from '../../harness/target.js';
 import { couldNotRun, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { monitor } from './monitor.js';
@@ -33,7 +33,8 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
     // The control acts at once: the others may wait on its facts while they hold their slots.
     const waitStarted = Date.now();
     const release = run.scenario.isControl ? () => undefined : await run.suite.actingSlots.acquire();
-    run.postponeDeadline(Date.now() - waitStarted);
+    const waited = Date.now() - waitStarted;
+    if (waited >= 100) run.postponeDeadline(waited);
     const started = Date.now();
     try {
       await runOnServer(run, run.scenario as Scenario, connection, servers);
@@ -53,6 +54,7 @@ function noteServer(run: ScenarioRun, connection: Connection): void {
   const { initializeResult } = connection.handshake;
   if (!sandboxOptIn(initializeResult)) run.suite.notOptedIn.add(run.job.transport);
   run.suite.server ??= { info: initializeResult.serverInfo, capabilities: initializeResult.capabilities };
+  run.suite.onServerKnown();
 }
 
 async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Connection, servers: ScenarioServers): Promise<void> {

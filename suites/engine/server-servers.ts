@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConnectionPurpose } from '../../harness/codex-wire.js';
 import { ScenarioObservers } from '../../harness/observers.js';
-import type { ProcessScope } from '../../harness/process-group.js';
+import type { ProcessScope } from '../../harness/process-scope.js';
 import { SparePool } from '../../harness/spare-pool.js';
 import type { Connection, Target } from '../../harness/target.js';
 import type { ScenarioRun } from './scenario-run.js';

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Transport } from '../../harness/codex-wire.js';
 import type { ExecAdapter } from '../../harness/exec-adapter.js';
-import { ProcessScope, sweepMarked, trackRunMarker, trackTempDir } from '../../harness/process-group.js';
+import { sweepRun, trackTempDir } from '../../harness/process-registry.js';
+import { ProcessScope } from '../../harness/process-scope.js';
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import { Slots } from './pool.js';
@@ -34,6 +35,8 @@ export class SuiteRun {
   readonly deadAtStart = new Map<Transport, StartFailure>();
   /** Transports on which a server was seen not to opt in (sandboxOptIn). */
   readonly notOptedIn = new Set<Transport>();
+  /** Called once a server has started and greeted (its opt-in known). */
+  onServerKnown: () => void = () => undefined;
   /** Set when the run's own timeout expired. */
   runExpired?: string;
   /** The first exec adapter and server identity a connection resolved, for the report header. */
@@ -56,7 +59,7 @@ export class SuiteRun {
     this.scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
     this.connect = plan.connect ?? connect;
     this.actingSlots = new Slots(plan.jobs);
-    this.forget = [trackTempDir(this.root), trackRunMarker(this.scope.marker)];
+    this.forget = [trackTempDir(this.root)];
     const runTimeoutMs = Math.min(plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS);
     this.runTimer = setTimeout(() => {
       this.runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
@@ -98,13 +101,13 @@ export class SuiteRun {
     this.closing.push(closed);
   }
 
-  /** Nothing of the run may start from here on: whatever it started stops, then the sweep catches what escaped. */
+  /** Nothing of the run may start from here on: whatever it started stops, then the sweep ends what nobody stopped. */
   async stop(): Promise<void> {
     clearTimeout(this.runTimer);
     this.scope.abort('the run is over');
     await Promise.race([Promise.allSettled(this.works), sleep(2000)]);
     await Promise.allSettled(this.closing);
-    sweepMarked(this.scope.marker);
+    sweepRun(this.scope);
   }
 
   /** The temp dir goes once the monitor has read every log in it. */
