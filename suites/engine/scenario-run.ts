@@ -9,6 +9,7 @@ import {
   resultOf,
   type CheckDef,
   type CheckResult,
+  type ElicitationRecord,
   type Finding,
   type Hint,
   type ScenarioRecord,
@@ -44,6 +45,8 @@ export class ScenarioRun {
   timing?: ScenarioTiming;
   /** Every connection's traffic, in order (set by the driver). */
   transcript: TranscriptEntry[] = [];
+  /** What the server asked through elicitation/create, on any of its connections, and what it was answered (set by the driver). */
+  elicitations: ElicitationRecord[] = [];
   private endedAt = Date.now();
 
   constructor(

@@ -75,7 +75,9 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     optedIn,
     log,
     callTimeoutMs: plan.options.callTimeoutMs,
-    realCodex: plan.realCodex,
+    refusedAfterElicitation: (detail) => {
+      run.end.refusedAfterElicitation ??= detail;
+    },
   });
   let decided: Map<string, Verdict>;
   try {

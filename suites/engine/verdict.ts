@@ -1,4 +1,4 @@
-import { fail, type CheckDef, type Finding, type Verdict } from './model.js';
+import { couldNotRun, fail, type CheckDef, type Finding, type Verdict } from './model.js';
 
 /**
  * A check's final verdict is decided here and nowhere else, from everything that bears on it, in
@@ -18,7 +18,11 @@ import { fail, type CheckDef, type Finding, type Verdict } from './model.js';
  *     is not a skip becomes that error; a check without one gets `givenUp.undecided`.
  *  4. A check still without a verdict: the job's `undecided` (a crash, a failed start), else an
  *     error saying the scenario reached none.
- *  5. The sandbox monitor's findings charged to the check, from any scenario: a violation whatever
+ *  5. A pass or a failure of a check that needs the exec tool, in a job where the server refused a
+ *     call that should have run after the suite declined or cancelled the server's elicitation
+ *     (`elicitation/create`): could not run. The server asked for a go-ahead it never got, so
+ *     what it did says nothing of its sandboxing (a refusal is no LAUNCH or FWD failure).
+ *  6. The sandbox monitor's findings charged to the check, from any scenario: a violation whatever
  *     came before. A pass, skip or error becomes a failure led by the first finding; a failure
  *     keeps its own message and gains the findings made in other scenarios.
  */
@@ -33,6 +37,9 @@ export function decideVerdict(inputs: CheckInputs): Verdict {
   }
   if (end.givenUp) verdict = verdict === undefined ? end.givenUp.undecided : verdict.status === 'skip' ? verdict : end.givenUp.verdict;
   verdict ??= end.undecided ?? { status: 'error', message: `scenario ${scenario} reached no verdict for ${check.id}` };
+  if (end.refusedAfterElicitation && check.needs.includes('exec') && (verdict.status === 'pass' || verdict.status === 'fail')) {
+    verdict = couldNotRun(end.refusedAfterElicitation, undefined, 'elicitation');
+  }
   return findings.length === 0 ? verdict : withFindings(verdict, scenario, findings);
 }
 
@@ -56,6 +63,8 @@ export interface JobEnd {
   givenUp?: { verdict: Verdict; undecided: Verdict };
   /** What a check without a verdict gets (a crash, a failed start). */
   undecided?: Verdict;
+  /** The first call of the job that should have run and was refused after the suite declined or cancelled the server's elicitation, in words. */
+  refusedAfterElicitation?: string;
 }
 
 /** The job was never started (dead target, expired run, no opt-in): every check not yet decided gets `verdict`. */
