@@ -189,7 +189,14 @@ export class ScenarioRun {
   results(findingsOf: (checkId: string) => Finding[]): CheckResult[] {
     const { scenario, job } = this;
     return this.reported().map((check) => {
-      const verdict = decideVerdict({ check, scenario: scenario.id, early: this.early.get(check.id), end: this.end, findings: findingsOf(check.id) });
+      const verdict = decideVerdict({
+        check,
+        scenario: scenario.id,
+        early: this.early.get(check.id),
+        end: this.end,
+        findings: findingsOf(check.id),
+        elicitationElsewhere: this.suite.refusedAfterElicitation.get(job.transport),
+      });
       return resultOf(verdict, { id: check.id, rule: check.rule, level: check.level, title: check.title, transport: job.transport, scenario: scenario.id });
     });
   }

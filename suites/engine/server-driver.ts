@@ -77,6 +77,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     callTimeoutMs: plan.options.callTimeoutMs,
     refusedAfterElicitation: (detail) => {
       run.end.refusedAfterElicitation ??= detail;
+      if (!run.suite.refusedAfterElicitation.has(run.job.transport)) run.suite.refusedAfterElicitation.set(run.job.transport, detail);
     },
   });
   let decided: Map<string, Verdict>;

@@ -36,6 +36,8 @@ export class SuiteRun {
   readonly deadAtStart = new Map<Transport, StartFailure>();
   /** Transports on which a server was seen not to opt in (sandboxOptIn). */
   readonly notOptedIn = new Set<Transport>();
+  /** Per transport, the first call that should have run and was refused after a declined or cancelled elicitation (verdict.ts, step 5). */
+  readonly refusedAfterElicitation = new Map<Transport, string>();
   /** Set when the run's own timeout expired. */
   runExpired?: string;
   /** The first exec adapter and server identity a connection resolved, for the report header. */
