@@ -40,7 +40,19 @@ export interface ConfigFile {
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
-const KNOWN_KEYS = new Set(['$schema', 'exec', 'env', 'cwd', 'startupTimeoutSec', 'callTimeoutSec', 'assumeOptIn', 'session', 'resourceReadMeta', 'explore', 'elicitation']);
+const KNOWN_KEYS = new Set([
+  '$schema',
+  'exec',
+  'env',
+  'cwd',
+  'startupTimeoutSec',
+  'callTimeoutSec',
+  'assumeOptIn',
+  'session',
+  'resourceReadMeta',
+  'explore',
+  'elicitation',
+]);
 
 /** Loads --config FILE, or the default file when present. */
 export function loadConfig(path: string | undefined): { config: ConfigFile; path?: string } {

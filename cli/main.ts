@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<number> {
     .option('elicitation', {
       choices: ELICITATION_ANSWERS,
       describe:
-        "How the fake Codex answers the server's elicitation/create: accept (as a person at Codex would: the form filled from its schema; a URL request is cancelled, no browser), decline (as codex exec with approval_policy = \"never\" does) or cancel [default: accept]",
+        'How the fake Codex answers the server\'s elicitation/create: accept (as a person at Codex would: the form filled from its schema; a URL request is cancelled, no browser), decline (as codex exec with approval_policy = "never" does) or cancel [default: accept]',
       group: 'Target:',
     })
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })

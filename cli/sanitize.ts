@@ -296,8 +296,6 @@ export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRu
     ...(run.serverInfo !== undefined ? { serverInfo: deep(run.serverInfo) } : {}),
     ...(run.capabilities !== undefined ? { capabilities: deep(run.capabilities) } : {}),
     ...(run.exec ? { exec: { ...run.exec, tool: text(run.exec.tool), arguments: deep(run.exec.arguments) } } : {}),
-    ...(run.elicitation
-      ? { elicitation: { ...run.elicitation, requests: run.elicitation.requests.map((r) => ({ ...r, message: text(r.message) })) } }
-      : {}),
+    ...(run.elicitation ? { elicitation: { ...run.elicitation, requests: run.elicitation.requests.map((r) => ({ ...r, message: text(r.message) })) } } : {}),
   };
 }

@@ -210,8 +210,15 @@ export class CodexSession {
     const message = isObject(params) && typeof params.message === 'string' ? params.message : '';
     const duringCalls = [...this.pending].filter(([, p]) => p.method === 'tools/call').map(([callId]) => callId);
     this.elicitations.push({ mode, message, action: answer.action, ...(answer.content ? { content: answer.content } : {}), duringCalls });
-    const why = answer.action === 'accept' ? 'as a person at Codex who agrees' : mode === 'url' && this.elicitation === 'accept' ? 'no browser to open' : `the host answers ${answer.action}`;
-    this.transcript.note(`elicitation/create (${mode} mode) during tools/call ${duringCalls.join(', ') || '(none pending)'}: answered ${answer.action} (${why})`);
+    const why =
+      answer.action === 'accept'
+        ? 'as a person at Codex who agrees'
+        : mode === 'url' && this.elicitation === 'accept'
+          ? 'no browser to open'
+          : `the host answers ${answer.action}`;
+    this.transcript.note(
+      `elicitation/create (${mode} mode) during tools/call ${duringCalls.join(', ') || '(none pending)'}: answered ${answer.action} (${why})`,
+    );
     return answer;
   }
 

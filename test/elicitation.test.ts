@@ -35,9 +35,13 @@ describe('a server that asks for confirmation before each command', () => {
     expect(doc.elicitation.answer).toBe('accept');
     expect(doc.elicitation.requests.length).toBeGreaterThan(10);
     expect(new Set(doc.elicitation.requests.map((r) => `${r.mode} ${r.action}`))).toEqual(new Set(['form accept']));
-    expect(human).toMatch(/^elicitation: the server asked for confirmation \d+ times .* codex exec with approval_policy = "never" Codex declines every such request/m);
+    expect(human).toMatch(
+      /^elicitation: the server asked for confirmation \d+ times .* codex exec with approval_policy = "never" Codex declines every such request/m,
+    );
     const control = readdirSync(transcripts).find((f) => f.startsWith('forwarding'))!;
-    expect(readFileSync(join(transcripts, control), 'utf8')).toMatch(/"method":"elicitation\/create"[\s\S]*"action":"accept","content":\{"confirm":true,"scope":"this command only"/);
+    expect(readFileSync(join(transcripts, control), 'utf8')).toMatch(
+      /"method":"elicitation\/create"[\s\S]*"action":"accept","content":\{"confirm":true,"scope":"this command only"/,
+    );
   }, 120_000);
 
   test('answered decline (codex exec, approval never): every exec check could not run, naming the elicitation; exit 3, not 1', async () => {

@@ -5,7 +5,18 @@ import { scenarioKey } from '../../suites/engine/model.js';
 import { formatTranscript } from '../transcripts.js';
 import { counterexampleLines } from './counterexample.js';
 import { blockedNote, summaryLine, tally } from './human.js';
-import { asText, CONTRACT, elicitationNote, execSummary, hasBothTransports, scenarioOf, STATUS_ORDER, transcriptFileOf, truncate, type ReportData } from './index.js';
+import {
+  asText,
+  CONTRACT,
+  elicitationNote,
+  execSummary,
+  hasBothTransports,
+  scenarioOf,
+  STATUS_ORDER,
+  transcriptFileOf,
+  truncate,
+  type ReportData,
+} from './index.js';
 
 /**
  * One self-contained HTML file: styles, script and data inline, and a Content-Security-Policy that

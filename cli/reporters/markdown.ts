@@ -3,7 +3,19 @@ import type { ReportedResult } from '../baseline.js';
 import { formatEntries } from '../baseline.js';
 import { neutralize, neutralizeMultiline } from '../sanitize.js';
 import { summaryLine, tally } from './human.js';
-import { asText, displayName, elicitationNote, hasBothTransports, isProblem, NO_EXEC, reportedExec, scenarioOf, transcriptFileOf, truncate, type ReportData } from './index.js';
+import {
+  asText,
+  displayName,
+  elicitationNote,
+  hasBothTransports,
+  isProblem,
+  NO_EXEC,
+  reportedExec,
+  scenarioOf,
+  transcriptFileOf,
+  truncate,
+  type ReportData,
+} from './index.js';
 
 /**
  * Markdown for `$GITHUB_STEP_SUMMARY` (and pull-request comments): the tally, a table of every

@@ -8,7 +8,13 @@ describe('the fake Codex answers elicitation/create', () => {
       confirm: { type: 'boolean', title: 'Run it' },
       keep: { type: 'boolean', default: false },
       scope: { type: 'string', enum: ['once', 'always'] },
-      pick: { type: 'string', oneOf: [{ const: 'a', title: 'A' }, { const: 'b', title: 'B' }] },
+      pick: {
+        type: 'string',
+        oneOf: [
+          { const: 'a', title: 'A' },
+          { const: 'b', title: 'B' },
+        ],
+      },
       many: { type: 'array', items: { type: 'string', enum: ['x', 'y'] } },
       email: { type: 'string', format: 'email' },
       name: { type: 'string', minLength: 5, maxLength: 8 },

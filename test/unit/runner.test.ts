@@ -227,7 +227,11 @@ describe('runSuite over an in-process server', () => {
   });
 
   describe('a server that asks for confirmation (elicitation/create) before it runs a command', () => {
-    const requestedSchema = { type: 'object', properties: { confirm: { type: 'boolean' }, scope: { type: 'string', enum: ['once', 'always'] } }, required: ['confirm'] };
+    const requestedSchema = {
+      type: 'object',
+      properties: { confirm: { type: 'boolean' }, scope: { type: 'string', enum: ['once', 'always'] } },
+      required: ['confirm'],
+    };
     const confirming = (elicit: Record<string, unknown>): FakeServer => ({
       elicit,
       onCall: (_params, answer) => {
@@ -236,7 +240,8 @@ describe('runSuite over an in-process server', () => {
         return { result: { content: [{ type: 'text', text: go ? 'ran' : `not confirmed: ${String(a?.action)}` }], isError: !go } };
       },
     });
-    const judged = (ctx: ScenarioContext) => probe(ctx).then((o) => (o.kind === 'result' && !(o.result as { isError?: boolean }).isError ? pass() : fail('the given codexExecutable never ran')));
+    const judged = (ctx: ScenarioContext) =>
+      probe(ctx).then((o) => (o.kind === 'result' && !(o.result as { isError?: boolean }).isError ? pass() : fail('the given codexExecutable never ran')));
     const run = (server: FakeServer, elicitation?: 'accept' | 'decline' | 'cancel') =>
       runSuite(plan(server, { options: { assumeOptIn: false, callTimeoutMs: 300, startupTimeoutMs: 2_000, ...(elicitation ? { elicitation } : {}) } }), [
         scenario('s', [check('t/exec', ['exec']), check('t/other')], async (ctx) => judged(ctx), {
@@ -251,7 +256,10 @@ describe('runSuite over an in-process server', () => {
     test('by default the host answers as a person who agrees: the form filled from its schema, accepted; the call runs and passes', async () => {
       const report = await run(confirming({ mode: 'form', message: 'May I run it?', requestedSchema }));
       expect(byId(report.results)['t/exec']).toMatchObject({ status: 'pass' });
-      expect(report.elicitation).toEqual({ answer: 'accept', requests: [{ scenario: 's', transport: 'stdio', mode: 'form', message: 'May I run it?', action: 'accept' }] });
+      expect(report.elicitation).toEqual({
+        answer: 'accept',
+        requests: [{ scenario: 's', transport: 'stdio', mode: 'form', message: 'May I run it?', action: 'accept' }],
+      });
       const sent = report.scenarios[0]!.transcript.flatMap((e) => ('message' in e && (e.message as { result?: unknown }).result ? [e.message] : []));
       expect(sent).toContainEqual(expect.objectContaining({ id: 'e0', result: { action: 'accept', content: { confirm: true, scope: 'once' } } }));
       expect(report.scenarios[0]!.transcript.some((e) => e.dir === 'note' && /elicitation\/create \(form mode\).*answered accept/.test(e.text))).toBe(true);
@@ -263,7 +271,9 @@ describe('runSuite over an in-process server', () => {
         status: 'skip',
         reason: 'could-not-run',
         hint: 'elicitation',
-        message: expect.stringMatching(/^the server asked for confirmation \(elicitation\/create, form mode: "May I run it\?"\) and the suite answered decline; it then refused s call #1$/),
+        message: expect.stringMatching(
+          /^the server asked for confirmation \(elicitation\/create, form mode: "May I run it\?"\) and the suite answered decline; it then refused s call #1$/,
+        ),
       });
       expect(byId(report.results)['t/other']).toMatchObject({ status: 'fail' });
       expect(report.elicitation?.requests.map((r) => r.action)).toEqual(['decline']);
@@ -271,7 +281,11 @@ describe('runSuite over an in-process server', () => {
 
     test('a URL-mode request is cancelled even when accepting (no browser), and reported the same way', async () => {
       const report = await run(confirming({ mode: 'url', message: 'Sign in first', url: 'https://example.com/consent', elicitationId: 'x1' }));
-      expect(byId(report.results)['t/exec']).toMatchObject({ status: 'skip', reason: 'could-not-run', message: expect.stringContaining('url mode: "Sign in first") and the suite answered cancel') });
+      expect(byId(report.results)['t/exec']).toMatchObject({
+        status: 'skip',
+        reason: 'could-not-run',
+        message: expect.stringContaining('url mode: "Sign in first") and the suite answered cancel'),
+      });
       expect(report.elicitation?.requests).toEqual([expect.objectContaining({ mode: 'url', action: 'cancel' })]);
     });
   });
