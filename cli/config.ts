@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, readFileSync, statSync, type Stats }
 import { dirname, resolve } from 'node:path';
 import { checkResourceReadMeta } from '../harness/app-server-rules.js';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
+import { ELICITATION_ANSWERS, type ElicitationAnswer } from '../harness/elicitation.js';
 import { isObject } from '../harness/json.js';
 
 /** A problem with what the user asked for: exit code 2, one line. */
@@ -37,6 +38,8 @@ export interface ConfigFile {
   resourceReadMeta?: Record<string, unknown>;
   /** Exploration (explore/sequences-hold-contract): false turns it off. */
   explore?: false | { sequences?: number; seed?: number; timeSec?: number };
+  /** How the fake Codex answers the server's elicitation/create (--elicitation). */
+  elicitation?: ElicitationAnswer;
 }
 
 export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
@@ -52,6 +55,7 @@ const KNOWN_KEYS = new Set([
   'session',
   'resourceReadMeta',
   'explore',
+  'elicitation',
 ]);
 
 /** Loads --config FILE, or the default file when present. */
@@ -119,6 +123,11 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
     config.assumeOptIn = raw.assumeOptIn;
   }
   if (raw.explore !== undefined) config.explore = validateExplore(raw.explore, where('explore'));
+  if (raw.elicitation !== undefined) {
+    if (!(ELICITATION_ANSWERS as readonly unknown[]).includes(raw.elicitation))
+      throw new UsageError(`${where('elicitation')} must be one of ${ELICITATION_ANSWERS.map((a) => JSON.stringify(a)).join(', ')}`);
+    config.elicitation = raw.elicitation as ElicitationAnswer;
+  }
   return config;
 }
 

@@ -9,6 +9,7 @@ import { containment } from '../harness/containment.js';
 import { cleanUpEverythingNow } from '../harness/process-registry.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios, checkById, everyCheck, transportsOf } from '../suites/index.js';
+import { ELICITATION_ANSWERS } from '../harness/elicitation.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import type { ExploreOptions } from '../suites/engine/model.js';
 import type { StdioTarget } from '../harness/target.js';
@@ -161,6 +162,12 @@ async function main(argv: string[]): Promise<number> {
         'Session adapter JSON for the AUTH-2 session checks: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"}}, optionally "sessionId":"<dotted path in the open result>" (default: structuredContent.sessionId, else the only text block of the open result)',
       group: 'Target:',
     })
+    .option('elicitation', {
+      choices: ELICITATION_ANSWERS,
+      describe:
+        'How the fake Codex answers the server\'s elicitation/create: accept (as a person at Codex would: the form filled from its schema; a URL request is cancelled, no browser), decline (as codex exec with approval_policy = "never" does) or cancel [default: accept]',
+      group: 'Target:',
+    })
     .option('assume-opt-in', { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' })
     .option('startup-timeout', { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' })
     .option('call-timeout', { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' })
@@ -279,7 +286,7 @@ async function main(argv: string[]): Promise<number> {
   const env = { ...config.env, ...codexEntry?.env, ...parseEnvPairs(listOf(args.env)) };
   const envVars = [...(config.envVars ?? []), ...(codexEntry?.envVars ?? []), ...envVarNames(listOf(args['env-var']), '--env-var')];
   const execArgs = parseExecArgs(args['exec-args']);
-  for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session'] as const) {
+  for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session', 'elicitation'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
   }
   if (execArgs !== undefined && !args['exec-tool']) throw new UsageError('--exec-args needs --exec-tool');
@@ -345,6 +352,7 @@ async function main(argv: string[]): Promise<number> {
       callTimeoutMs: Math.round((args['call-timeout'] ?? codexEntry?.toolTimeoutSec ?? config.callTimeoutSec ?? 60) * 1000),
       catalogStartups: args['catalog-startups'],
       explore,
+      elicitation: args.elicitation ?? config.elicitation ?? 'accept',
     },
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,

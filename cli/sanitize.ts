@@ -251,6 +251,7 @@ interface SanitizableRun<R extends SanitizableResult> {
   serverInfo?: unknown;
   capabilities?: unknown;
   exec?: ExecAdapter;
+  elicitation?: { requests: { message: string }[] };
 }
 
 /** A transcript with its secrets redacted; control characters kept (the JSONL escapes them, displays neutralize them). */
@@ -295,5 +296,6 @@ export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRu
     ...(run.serverInfo !== undefined ? { serverInfo: deep(run.serverInfo) } : {}),
     ...(run.capabilities !== undefined ? { capabilities: deep(run.capabilities) } : {}),
     ...(run.exec ? { exec: { ...run.exec, tool: text(run.exec.tool), arguments: deep(run.exec.arguments) } } : {}),
+    ...(run.elicitation ? { elicitation: { ...run.elicitation, requests: run.elicitation.requests.map((r) => ({ ...r, message: text(r.message) })) } } : {}),
   };
 }

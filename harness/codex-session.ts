@@ -11,16 +11,21 @@ import {
   type SandboxEntries,
   type Transport as TransportKind,
 } from './codex-wire.js';
+import { answerElicitation, elicitationMode, type Elicitation, type ElicitationAnswer } from './elicitation.js';
 import { currentScope, type ProcessScope } from './process-scope.js';
 import type { Transcript } from './transcript.js';
 import { isObject } from './json.js';
 
-/** What came back for one request, kept raw so that checks judge what the server really sent. */
-export type RawOutcome =
+/**
+ * What came back for one request, kept raw so that checks judge what the server really sent. A
+ * tools/call's outcome also lists the elicitations the server sent while it was awaiting its answer.
+ */
+export type RawOutcome = (
   | { kind: 'result'; result: unknown; message: unknown }
   | { kind: 'error'; error: { code?: unknown; message?: unknown; data?: unknown }; message: unknown }
   | { kind: 'timeout'; afterMs: number }
-  | { kind: 'closed'; detail: string };
+  | { kind: 'closed'; detail: string }
+) & { elicitations?: readonly Elicitation[] };
 
 export interface Handshake {
   /** The raw `initialize` response message, exactly as received. */
@@ -48,6 +53,7 @@ export class TargetStartError extends Error {
 export class ConnectionFailure extends Error {}
 
 interface Pending {
+  method: string;
   resolve: (outcome: RawOutcome) => void;
   timer: NodeJS.Timeout;
 }
@@ -105,6 +111,10 @@ export class CodexSession {
   private readonly scope: ProcessScope | undefined = currentScope();
   private readonly unanswered: string[] = [];
   readonly thread: CodexThread = newThread();
+  /** How this host answers `elicitation/create` (harness/elicitation.ts): a person who accepts, unless told otherwise. */
+  elicitation: ElicitationAnswer = 'accept';
+  /** Every elicitation/create the server sent on this connection, with the answer it got, in order. */
+  readonly elicitations: Elicitation[] = [];
 
   constructor(
     private readonly transport: Transport,
@@ -167,7 +177,7 @@ export class CodexSession {
     }
     const msg = message as Record<string, unknown>;
     if (typeof msg.method === 'string' && msg.id !== undefined) {
-      void this.answerServerRequest(msg.id, msg.method);
+      void this.answerServerRequest(msg.id, msg.method, msg.params);
       return;
     }
     if (typeof msg.method === 'string') return; // a notification: logged by the recorder
@@ -184,15 +194,34 @@ export class CodexSession {
     else pending.resolve({ kind: 'result', result: msg.result, message });
   }
 
-  /** Server-to-host requests: answer like a headless Codex (no user to ask). */
-  private async answerServerRequest(id: unknown, method: string): Promise<void> {
-    const reply =
-      method === 'ping'
-        ? { jsonrpc: '2.0', id, result: {} }
-        : method === 'elicitation/create'
-          ? { jsonrpc: '2.0', id, result: { action: 'decline' } }
-          : { jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${method}` } };
+  /**
+   * Server-to-host requests: `ping`, and `elicitation/create` answered as `elicitation` says (a
+   * person at Codex, or `codex exec` with approval `never`); anything else is not a method Codex has.
+   */
+  private async answerServerRequest(id: unknown, method: string, params: unknown): Promise<void> {
+    let reply: Record<string, unknown>;
+    if (method === 'ping') reply = { jsonrpc: '2.0', id, result: {} };
+    else if (method === 'elicitation/create') reply = { jsonrpc: '2.0', id, result: this.elicit(params) };
+    else reply = { jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${method}` } };
     await this.transport.send(reply as JSONRPCMessage).catch(() => undefined);
+  }
+
+  private elicit(params: unknown): { action: ElicitationAnswer; content?: Record<string, unknown> } {
+    const answer = answerElicitation(params, this.elicitation);
+    const mode = elicitationMode(params);
+    const message = isObject(params) && typeof params.message === 'string' ? params.message : '';
+    const duringCalls = [...this.pending].filter(([, p]) => p.method === 'tools/call').map(([callId]) => callId);
+    this.elicitations.push({ mode, message, action: answer.action, ...(answer.content ? { content: answer.content } : {}), duringCalls });
+    const why =
+      answer.action === 'accept'
+        ? 'as a person at Codex who agrees'
+        : mode === 'url' && this.elicitation === 'accept'
+          ? 'no browser to open'
+          : `the host answers ${answer.action}`;
+    this.transcript.note(
+      `elicitation/create (${mode} mode) during tools/call ${duringCalls.join(', ') || '(none pending)'}: answered ${answer.action} (${why})`,
+    );
+    return answer;
   }
 
   request(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
@@ -217,7 +246,7 @@ export class CodexSession {
         this.pending.delete(id);
         resolve({ kind: 'timeout', afterMs: timeoutMs });
       }, timeoutMs);
-      this.pending.set(id, { resolve, timer });
+      this.pending.set(id, { method, resolve, timer });
       this.transport.send(message as JSONRPCMessage).catch((error: Error) => {
         this.pending.delete(id);
         clearTimeout(timer);
@@ -312,9 +341,12 @@ export class CodexSession {
   }
 
   /** A model-initiated tools/call with Codex's `_meta`. */
-  callTool(name: string, args: unknown, sandbox: SandboxEntries, timeoutMs: number): Promise<RawOutcome> {
+  async callTool(name: string, args: unknown, sandbox: SandboxEntries, timeoutMs: number): Promise<RawOutcome> {
     const meta = toolCallMeta(this.thread, this.nextCall++, sandbox, this.nextProgressToken++);
-    return this.request('tools/call', { _meta: meta, name, arguments: args }, timeoutMs);
+    const id = this.nextId; // the id rawRequest gives it
+    const outcome = await this.request('tools/call', { _meta: meta, name, arguments: args }, timeoutMs);
+    const asked = this.elicitations.filter((e) => e.duringCalls.includes(id));
+    return asked.length ? { ...outcome, elicitations: asked } : outcome;
   }
 
   /** resources/read as Codex forwards it: `_meta` first, always (caller entries, already validated, plus the progress token), then `uri`. */

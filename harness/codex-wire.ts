@@ -168,10 +168,10 @@ export const PROTECTED_WORKSPACE_NAMES = ['.git', '.agents', '.codex', '.aws'] a
 
 export interface StateOptions {
   /**
-   * `codexLinuxSandboxExe`. Codex sends its own executable's path when CODEX_HOME is under a temp
-   * dir (else a helper under `$CODEX_HOME/tmp/arg0/` that lives as long as that Codex). The real
-   * `codex sandbox` runs it as its Linux helper, so it must be a real Codex binary when one
-   * enforces the state: a stale path, or our fake launcher, breaks the sandbox.
+   * `codexLinuxSandboxExe`. Codex normally sends a per-process helper under `$CODEX_HOME/tmp/arg0/`
+   * that lives as long as that Codex (its own executable's path only when CODEX_HOME is under a
+   * temp dir). The real `codex sandbox` runs it as its Linux helper (`--sandbox-policy-cwd …`), so
+   * when one enforces the state it must lead to a real Codex: a stale path breaks the sandbox.
    */
   linuxSandboxExe: string;
   /** Plant the canary fields (default true); false gives exactly what Codex sends. */

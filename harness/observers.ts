@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixturesDir } from './paths.js';
 import { privateCodexHome } from './real-codex.js';
@@ -94,6 +94,12 @@ export class ScenarioObservers {
     readonly probePath: string,
     readonly workspaceDir: string,
     readonly sessionShellPath: string,
+    /**
+     * The state's `codexLinuxSandboxExe`: a helper path under a CODEX_HOME of its own
+     * (`codex-home/tmp/arg0/<id>/codex-linux-sandbox`), as Codex normally sends it, distinct from
+     * the launcher. A trap for anything but the real `codex sandbox` (fixtures/observers/linux-sandbox-helper.sh).
+     */
+    readonly linuxSandboxHelper: string,
     private readonly realCodex: string,
     /**
      * Where probes leave their markers. With a real Codex the probe runs inside the real sandbox,
@@ -151,7 +157,12 @@ export class ScenarioObservers {
     const markerDir = options.realCodex ? join(workspaceDir, MARKER_DIR_NAME) : logDir;
     await Promise.all([logDir, pathTrapDir, workspaceDir, markerDir, join(dir, 'launcher')].map((d) => mkdir(d, { recursive: true })));
     const codexHome = options.realCodex ? privateCodexHome(dir) : '';
-    const [launcherPath, , probePath, sessionShellPath] = await Promise.all([
+    const helperDir = join(dir, 'codex-home', 'tmp', 'arg0', `codex-arg0${randomBytes(3).toString('hex')}`);
+    // The real Codex serves its helper's calls only when invoked under the helper's name (argv[0]).
+    const realHelper = options.realCodex ? join(helperDir, 'real', 'codex-linux-sandbox') : '';
+    await mkdir(options.realCodex ? join(helperDir, 'real') : helperDir, { recursive: true });
+    if (options.realCodex) await symlink(options.realCodex, realHelper);
+    const [launcherPath, , probePath, sessionShellPath, linuxSandboxHelper] = await Promise.all([
       install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', {
         LOG_DIR: logDir,
         REAL_CODEX: options.realCodex ?? '',
@@ -161,6 +172,7 @@ export class ScenarioObservers {
       install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
       install(join(dir, 'task'), 'probe.sh', { LOG_DIR: markerDir }),
       install(join(dir, 'session-shell'), 'session-shell.sh', {}),
+      install(join(helperDir, 'codex-linux-sandbox'), 'linux-sandbox-helper.sh', { LOG_DIR: logDir, REAL_HELPER: realHelper }),
     ]);
     const observers = new ScenarioObservers(
       dir,
@@ -170,6 +182,7 @@ export class ScenarioObservers {
       probePath,
       workspaceDir,
       sessionShellPath,
+      linuxSandboxHelper,
       options.realCodex ?? '',
       markerDir,
       codexHome,

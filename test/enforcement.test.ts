@@ -104,8 +104,10 @@ describe(`with the real Codex ${'version' in found ? found.version : ''} (--code
       'path',
       'path',
     ]);
-    // A path that exists and works as the sandbox's Linux helper: the real codex, as Codex sends its own.
-    expect(state.codexLinuxSandboxExe).toBe(realCodex);
+    // A per-process helper path as Codex normally sends it (not the launcher, not the real codex), which
+    // the real codex sandbox runs as its Linux helper: the suite's helper hands exactly that call on to it.
+    expect(state.codexLinuxSandboxExe).toMatch(/\/codex-home\/tmp\/arg0\/[^/]+\/codex-linux-sandbox$/);
+    expect(state.codexLinuxSandboxExe).not.toBe(realCodex);
     expect(report.results.find((r) => r.id === 'enforcement/no-network')?.message).toMatch(/not permitted|refused|unreachable/i);
   });
 

@@ -82,9 +82,12 @@ describe('the fake host speaks as Codex 0.171.0 did over stdio', () => {
     // Without the canaries and with the capture's paths, it is the captured state, byte for byte.
     const workspace = fileURLToPath(state.sandboxCwd as string);
     const launcher = (meta['codex/sandbox-launcher'] as { codexExecutable: string }).codexExecutable;
-    expect(state.codexLinuxSandboxExe).toBe(launcher); // Codex's own executable, as Codex sends it from a temp CODEX_HOME
+    // As Codex normally sends it: a per-process helper under $CODEX_HOME/tmp/arg0/, another file than the launcher.
+    const helper = state.codexLinuxSandboxExe as string;
+    expect(helper).toMatch(/^\/.*\/codex-home\/tmp\/arg0\/[^/]+\/codex-linux-sandbox$/);
+    expect(helper).not.toBe(launcher);
     const normalized = JSON.stringify(withoutCanaries(state))
-      .replaceAll(JSON.stringify(launcher).slice(1, -1), '/opt/codex/bin/codex')
+      .replaceAll(JSON.stringify(helper).slice(1, -1), '/opt/codex/bin/codex')
       .replaceAll(JSON.stringify(pathToFileURL(workspace).href).slice(1, -1), 'file:///home/dev/project')
       .replaceAll(JSON.stringify(workspace).slice(1, -1), '/home/dev/project');
     expect(normalized).toBe(JSON.stringify(codexState));

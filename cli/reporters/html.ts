@@ -5,7 +5,18 @@ import { scenarioKey } from '../../suites/engine/model.js';
 import { formatTranscript } from '../transcripts.js';
 import { counterexampleLines } from './counterexample.js';
 import { blockedNote, summaryLine, tally } from './human.js';
-import { asText, CONTRACT, execSummary, hasBothTransports, scenarioOf, STATUS_ORDER, transcriptFileOf, truncate, type ReportData } from './index.js';
+import {
+  asText,
+  CONTRACT,
+  elicitationNote,
+  execSummary,
+  hasBothTransports,
+  scenarioOf,
+  STATUS_ORDER,
+  transcriptFileOf,
+  truncate,
+  type ReportData,
+} from './index.js';
 
 /**
  * One self-contained HTML file: styles, script and data inline, and a Content-Security-Policy that
@@ -185,6 +196,7 @@ export function renderHtml(data: ReportData): string {
     );
   }
   const exec = execSummary(report, data.mode);
+  const elicited = elicitationNote(report);
   const headline = `MCP sandbox conformance: ${data.exitCode === 0 ? 'conformant' : 'not conformant'}`;
   return `<!doctype html>
 <html lang="en">
@@ -204,7 +216,7 @@ ${
     ? `<p class="meta" id="exec">${esc(exec)}</p>
 `
     : ''
-}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
+}${elicited ? `<p class="meta" id="elicitation">${esc(elicited)}</p>\n` : ''}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
 </header>
 ${notes.length ? `<section class="notes">${notes.join('')}</section>` : ''}
 <nav id="filters" aria-label="Filter by status">${filters}<button type="button" id="only-problems">problems only</button><button type="button" id="show-all">all</button><span id="shown"></span></nav>

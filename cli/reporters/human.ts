@@ -4,7 +4,7 @@ import { blockedByExpectedFailure } from '../exit-codes.js';
 import type { GradedReport, GradedResult, GradedStatus } from '../grade.js';
 import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';
 import { counterexampleLines } from './counterexample.js';
-import { execSummary } from './index.js';
+import { elicitationNote, execSummary } from './index.js';
 
 /** The terminal gets no CR at all: CRLF becomes LF, a lone CR shows as "\\r". */
 const LINES = { lines: true };
@@ -145,6 +145,8 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   const timing = timingLine(report, options.mode);
   if (timing) out.push(c.dim(timing));
+  const elicited = elicitationNote(report);
+  if (elicited) out.push(c.yellow(defuseWorkflowCommands(neutralize(elicited))));
   if (report.startFailure) {
     const [first, ...more] = messageLines('', report.startFailure.message, '');
     out.push('', c.red.bold(`The target failed to start: ${first}`), ...untrusted(more));

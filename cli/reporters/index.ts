@@ -160,3 +160,26 @@ export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>, mo
   if (report.startFailure || mode === 'host') return undefined;
   return report.exec ? adapterDescription(reportedExec(report.exec)) : `exec tool: ${NO_EXEC}`;
 }
+
+/**
+ * What the run answered when the server asked for confirmation (elicitation/create), in words:
+ * undefined when it never asked. A fact about the run, not a verdict on the server: asking is
+ * allowed, and what matters is what Codex answers where the server runs (README, "Elicitation").
+ */
+export function elicitationNote(report: Pick<RunReport, 'elicitation'>): string | undefined {
+  const asked = report.elicitation?.requests ?? [];
+  if (asked.length === 0) return undefined;
+  const answer = report.elicitation!.answer;
+  const count = (pick: (r: (typeof asked)[number]) => boolean) => asked.filter(pick).length;
+  const urls = count((r) => r.mode === 'url');
+  const kinds = `${asked.length - urls} form${urls ? `, ${urls} URL` : ''}`;
+  const first = asked[0]!;
+  const question = `first: ${JSON.stringify(truncate(first.message, 100))} in ${first.scenario} (${first.transport})`;
+  const head = `elicitation: the server asked for confirmation ${asked.length} time${asked.length === 1 ? '' : 's'} (elicitation/create: ${kinds}; ${question})`;
+  if (answer === 'accept') {
+    const cancelled = count((r) => r.action === 'cancel');
+    return `${head}; the suite answered as a person at Codex would: the form filled from its schema and accepted${cancelled ? `, ${cancelled} URL request${cancelled === 1 ? '' : 's'} cancelled (no browser)` : ''}. Under codex exec with approval_policy = "never" Codex declines every such request: a server that then refuses runs nothing there (--elicitation decline shows it).`;
+  }
+  const who = answer === 'decline' ? 'as codex exec with approval_policy = "never" does' : 'as a person who dismisses the dialog';
+  return `${head}; the suite answered ${answer} to each (${who}), and the checks fed by a call the server then refused could not run (--elicitation accept answers as a person at Codex would).`;
+}

@@ -69,6 +69,8 @@ export interface ReportDocument {
   /** The exec tool and arguments template the run used, and where they came from; null when none resolved. Absent when the target never started. */
   exec?: (ExecAdapter & { description: string }) | null;
   startFailure?: { message: string; stderrTail: string };
+  /** How the fake Codex answered the server's elicitation/create, and every request, in scenario order (server mode). */
+  elicitation?: NonNullable<ReportData['report']['elicitation']>;
   /** How the run contained the processes it started (a cgroup per server, or the sweep only). */
   containment?: { mechanism: 'cgroup' | 'sweep'; detail: string };
   failOn: 'must' | 'should';
@@ -138,6 +140,7 @@ export function toDocument(data: ReportData): ReportDocument {
       : data.mode === 'host'
         ? {}
         : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
+    ...(report.elicitation ? { elicitation: report.elicitation } : {}),
     ...(report.containment ? { containment: report.containment } : {}),
     ...(report.stats ? { stats: report.stats } : {}),
     failOn: data.failOn,

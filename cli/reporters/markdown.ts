@@ -3,7 +3,19 @@ import type { ReportedResult } from '../baseline.js';
 import { formatEntries } from '../baseline.js';
 import { neutralize, neutralizeMultiline } from '../sanitize.js';
 import { summaryLine, tally } from './human.js';
-import { asText, displayName, hasBothTransports, isProblem, NO_EXEC, reportedExec, scenarioOf, transcriptFileOf, truncate, type ReportData } from './index.js';
+import {
+  asText,
+  displayName,
+  elicitationNote,
+  hasBothTransports,
+  isProblem,
+  NO_EXEC,
+  reportedExec,
+  scenarioOf,
+  transcriptFileOf,
+  truncate,
+  type ReportData,
+} from './index.js';
 
 /**
  * Markdown for `$GITHUB_STEP_SUMMARY` (and pull-request comments): the tally, a table of every
@@ -100,6 +112,8 @@ export function renderMarkdown(data: ReportData): string {
   );
   const exec = execLine(report, data.mode);
   if (exec) out.push(exec, '');
+  const elicited = elicitationNote(report);
+  if (elicited) out.push(cell(elicited), '');
   if (report.startFailure) {
     out.push(`**The target failed to start:** ${cell(report.startFailure.message)}`, '');
     if (report.startFailure.stderrTail) out.push(fenced(truncate(report.startFailure.stderrTail, MAX_VALUE)), '');

@@ -4,6 +4,7 @@ import type { Connection } from '../../harness/target.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Handshake, CodexSession, RawOutcome } from '../../harness/codex-session.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
+import type { ElicitationAnswer } from '../../harness/elicitation.js';
 import type { TranscriptEntry } from '../../harness/transcript.js';
 
 export type Level = 'MUST' | 'SHOULD' | 'INFO';
@@ -156,7 +157,8 @@ export type Hint =
   | 'exec-adapter' // the exec tool and its arguments can be named
   | 'scenario-timeout' // the scenario's budget can be raised
   | 'run-timeout' // the run's budget can be raised
-  | 'explore-off'; // exploration was turned off
+  | 'explore-off' // exploration was turned off
+  | 'elicitation'; // the server's elicitation was declined or cancelled: it can be accepted
 
 export interface CheckResult {
   id: string;
@@ -202,6 +204,16 @@ export interface ScenarioRecord {
    */
   transcript: TranscriptEntry[];
   timing?: ScenarioTiming;
+}
+
+/** One elicitation/create a server sent during a scenario, and the host's answer (the report lists them). */
+export interface ElicitationRecord {
+  scenario: string;
+  transport: Transport;
+  mode: 'form' | 'url';
+  /** The server's own words: hostile text, sanitized before any report shows it. */
+  message: string;
+  action: ElicitationAnswer;
 }
 
 /** Where a scenario's time went (ms): a host scenario's is all `runMs`; `closeMs` is set once its servers are gone. */
@@ -271,6 +283,8 @@ export interface RunOptions {
   catalogStartups?: number;
   /** Exploration budget; absent means off. */
   explore?: ExploreOptions;
+  /** How the host answers the server's `elicitation/create` (harness/elicitation.ts); default accept. */
+  elicitation?: ElicitationAnswer;
 }
 
 export interface ScenarioContext {

@@ -3,7 +3,8 @@ import { toolAllowed, type ExecAdapter, type SessionAdapter, type ToolFilter } f
 import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Containment } from '../../harness/containment.js';
 import type { Connection, HttpTarget, StdioTarget, Target } from '../../harness/target.js';
-import type { CheckResult, RunOptions, ScenarioRecord } from './model.js';
+import type { ElicitationAnswer } from '../../harness/elicitation.js';
+import type { CheckResult, ElicitationRecord, RunOptions, ScenarioRecord } from './model.js';
 
 /** What the CLI (or a test) asks of a run. */
 export interface RunPlan {
@@ -55,6 +56,8 @@ export interface RunReport {
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;
   durationMs: number;
+  /** Server mode: how the host answered elicitation/create, and every request the servers sent, in scenario order. */
+  elicitation?: { answer: ElicitationAnswer; requests: ElicitationRecord[] };
   /** How much was started: server starts (scenario connections and extra ones) and scenarios run (the time per phase is in `scenarios`). */
   stats?: { serverStarts: number; scenariosRun: number };
 }

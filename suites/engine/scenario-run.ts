@@ -9,6 +9,7 @@ import {
   resultOf,
   type CheckDef,
   type CheckResult,
+  type ElicitationRecord,
   type Finding,
   type Hint,
   type ScenarioRecord,
@@ -48,6 +49,8 @@ export class ScenarioRun {
   postponeDeadline: (ms: number) => void = () => undefined;
   /** Every connection's traffic, in order (set by the driver). */
   transcript: TranscriptEntry[] = [];
+  /** What the server asked through elicitation/create, on any of its connections, and what it was answered (set by the driver). */
+  elicitations: ElicitationRecord[] = [];
   private endedAt = Date.now();
 
   constructor(
@@ -214,7 +217,14 @@ export class ScenarioRun {
   results(findingsOf: (checkId: string) => Finding[]): CheckResult[] {
     const { scenario, job } = this;
     return this.reported().map((check) => {
-      const verdict = decideVerdict({ check, scenario: scenario.id, early: this.early.get(check.id), end: this.end, findings: findingsOf(check.id) });
+      const verdict = decideVerdict({
+        check,
+        scenario: scenario.id,
+        early: this.early.get(check.id),
+        end: this.end,
+        findings: findingsOf(check.id),
+        elicitationElsewhere: this.suite.refusedAfterElicitation.get(job.transport),
+      });
       return resultOf(verdict, { id: check.id, rule: check.rule, level: check.level, title: check.title, transport: job.transport, scenario: scenario.id });
     });
   }

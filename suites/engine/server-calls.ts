@@ -1,6 +1,6 @@
 import { chmod } from 'node:fs/promises';
 import { codexSandboxEntries, codexState, type SandboxEntries } from '../../harness/codex-wire.js';
-import type { RawOutcome } from '../../harness/codex-session.js';
+import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { renderCommand, usesShellString, type ExecAdapter } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import type { ScenarioObservers } from '../../harness/observers.js';
@@ -43,14 +43,16 @@ export interface CallSite {
   optedIn: boolean;
   log: MonitorLog;
   callTimeoutMs: number;
-  realCodex?: string;
+  /** Told of a call that should have run and was refused after the host declined or cancelled the server's elicitation (verdict.ts). */
+  refusedAfterElicitation?: (detail: string) => void;
 }
 
 /** The calls a scenario (or one isolated run of it) makes on a connection, each registered with the monitor. */
 export function callSurface(site: CallSite): IsolatedContext {
   const { connection, observers, exec, log } = site;
-  // Codex's workspace-write state; its codexLinuxSandboxExe must work when a real codex enforces it.
-  const state = codexState('workspace-write', observers.workspaceDir, { linuxSandboxExe: site.realCodex ?? observers.launcherPath });
+  // Codex's workspace-write state. Its codexLinuxSandboxExe is a helper path as Codex normally sends
+  // it, not the launcher: a trap, except that the real codex sandbox (--codex) gets it served.
+  const state = codexState('workspace-write', observers.workspaceDir, { linuxSandboxExe: observers.linuxSandboxHelper });
   const monitoredCall = (tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions) => callMonitored(site, tool, args, sandbox, options);
   return {
     transport: connection.transport,
@@ -101,5 +103,14 @@ async function callMonitored(site: CallSite, tool: string, args: unknown, sandbo
   };
   log.calls.push(call);
   call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs);
+  // A call that should have run, refused once the host said no to the server's question: the
+  // server was never given the go-ahead, so the calls it fed say nothing (verdict.ts).
+  const unconfirmed = call.outcome.elicitations?.find((e) => e.action !== 'accept');
+  if (unconfirmed && call.expect === 'run' && isRefusal(call.outcome)) {
+    const question = unconfirmed.message.length > 120 ? `${unconfirmed.message.slice(0, 120)}…` : unconfirmed.message;
+    site.refusedAfterElicitation?.(
+      `the server asked for confirmation (elicitation/create, ${unconfirmed.mode} mode: ${JSON.stringify(question)}) and the suite answered ${unconfirmed.action}; it then refused ${call.scenario} call #${call.index}`,
+    );
+  }
   return call.outcome;
 }

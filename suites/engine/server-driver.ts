@@ -86,7 +86,10 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     optedIn,
     log,
     callTimeoutMs: plan.options.callTimeoutMs,
-    realCodex: plan.realCodex,
+    refusedAfterElicitation: (detail) => {
+      run.end.refusedAfterElicitation ??= detail;
+      if (!run.suite.refusedAfterElicitation.has(run.job.transport)) run.suite.refusedAfterElicitation.set(run.job.transport, detail);
+    },
   });
   let decided: Map<string, Verdict>;
   try {

@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConnectionPurpose } from '../../harness/codex-wire.js';
 import { ScenarioObservers } from '../../harness/observers.js';
+import type { CodexSession } from '../../harness/codex-session.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import { SparePool } from '../../harness/spare-pool.js';
 import type { Connection, Target } from '../../harness/target.js';
@@ -27,6 +28,8 @@ export class ScenarioServers {
   /** The unanswered calls of the isolated runs' servers (only these lists: their connections are let go run by run). */
   private readonly isolatedUnanswered: (readonly string[])[] = [];
   private isolatedRuns = 0;
+  /** Every session of every server of the scenario (isolated runs' too): their elicitations go to the record. */
+  private readonly sessions: CodexSession[] = [];
   readonly spares = new SparePool<IsolatedServer>(
     () => this.openIsolated(),
     async (server) => {
@@ -50,7 +53,7 @@ export class ScenarioServers {
     run.log.observers = this.observers;
     timing.observersMs = Date.now() - run.t0;
     suite.serverStarts++;
-    this.main = await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs);
+    this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     timing.startupMs = Date.now() - run.t0 - timing.observersMs;
     run.serverStarted();
     return this.main;
@@ -61,7 +64,7 @@ export class ScenarioServers {
     this.assertLive();
     const { suite } = this.run;
     suite.serverStarts++;
-    const extra = await suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose);
+    const extra = this.opened(await suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose));
     this.extras.push(extra);
     if (this.scope.aborted !== undefined) void extra.close();
     return extra;
@@ -75,13 +78,20 @@ export class ScenarioServers {
     suite.serverStarts++;
     const remove = () => rm(own, { recursive: true, force: true });
     try {
-      const connection = await suite.connect(this.target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs);
+      const connection = this.opened(await suite.connect(this.target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
       this.isolatedUnanswered.push(connection.session.unansweredCalls);
       return { observers, connection, remove };
     } catch (error) {
       await remove();
       throw error;
     }
+  }
+
+  /** A connection the host now answers on as the run says (elicitation), and whose elicitations are kept. */
+  private opened(connection: Connection): Connection {
+    connection.session.elicitation = this.run.suite.plan.options.elicitation ?? 'accept';
+    this.sessions.push(connection.session);
+    return connection;
   }
 
   private assertLive(): void {
@@ -98,6 +108,11 @@ export class ScenarioServers {
   release(): void {
     const { run } = this;
     run.transcript = scenarioTranscript(this.main, this.extras);
+    const { id: scenario } = run.scenario;
+    const { transport } = run.job;
+    run.elicitations = this.sessions.flatMap((session) =>
+      session.elicitations.map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })),
+    );
     const all = [this.main, ...this.extras].filter((c): c is Connection => c !== undefined);
     run.suite.closeLater(all, run.log.lingerMs, (closeMs) => {
       if (run.timing) run.timing.closeMs = closeMs;

@@ -37,6 +37,8 @@ export class SuiteRun {
   readonly notOptedIn = new Set<Transport>();
   /** Called once a server has started and greeted (its opt-in known). */
   onServerKnown: () => void = () => undefined;
+  /** Per transport, the first call that should have run and was refused after a declined or cancelled elicitation (verdict.ts, step 5). */
+  readonly refusedAfterElicitation = new Map<Transport, string>();
   /** Set when the run's own timeout expired. */
   runExpired?: string;
   /** The first exec adapter and server identity a connection resolved, for the report header. */

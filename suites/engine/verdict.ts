@@ -1,4 +1,4 @@
-import { fail, type CheckDef, type Finding, type Verdict } from './model.js';
+import { couldNotRun, fail, type CheckDef, type Finding, type Verdict } from './model.js';
 
 /**
  * A check's final verdict is decided here and nowhere else, from everything that bears on it, in
@@ -18,7 +18,13 @@ import { fail, type CheckDef, type Finding, type Verdict } from './model.js';
  *     is not a skip becomes that error; a check without one gets `givenUp.undecided`.
  *  4. A check still without a verdict: the job's `undecided` (a crash, a failed start), else an
  *     error saying the scenario reached none.
- *  5. The sandbox monitor's findings charged to the check, from any scenario: a violation whatever
+ *  5. The server asked for confirmation (`elicitation/create`), the suite declined or cancelled, and
+ *     the server then refused a call that should have run: it never got the go-ahead, so what it
+ *     did says nothing of its sandboxing (a refusal then is no LAUNCH or FWD failure). A check that
+ *     needs the exec tool could not run, naming the elicitation: when its own job saw such a
+ *     refusal, whatever it passed, failed or could not run for; when the refusal was in another job
+ *     of its transport (the control, typically), if it could not run because another check could not.
+ *  6. *  6. The sandbox monitor's findings charged to the check, from any scenario: a violation whatever
  *     came before. A pass, skip or error becomes a failure led by the first finding; a failure
  *     keeps its own message and gains the findings made in other scenarios.
  */
@@ -33,7 +39,21 @@ export function decideVerdict(inputs: CheckInputs): Verdict {
   }
   if (end.givenUp) verdict = verdict === undefined ? end.givenUp.undecided : verdict.status === 'skip' ? verdict : end.givenUp.verdict;
   verdict ??= end.undecided ?? { status: 'error', message: `scenario ${scenario} reached no verdict for ${check.id}` };
+  verdict = unconfirmed(verdict, inputs);
   return findings.length === 0 ? verdict : withFindings(verdict, scenario, findings);
+}
+
+/** Step 5: a check fed by a call the server refused for want of the go-ahead the suite withheld. */
+function unconfirmed(verdict: Verdict, { check, end, elicitationElsewhere }: CheckInputs): Verdict {
+  if (!check.needs.includes('exec')) return verdict;
+  const couldNot = verdict.status === 'skip' && verdict.reason === 'could-not-run';
+  if (end.refusedAfterElicitation && (verdict.status === 'pass' || verdict.status === 'fail' || couldNot)) {
+    return couldNotRun(end.refusedAfterElicitation, undefined, 'elicitation');
+  }
+  if (elicitationElsewhere && couldNot && verdict.blockedBy) {
+    return couldNotRun(`${elicitationElsewhere}, so no command ran to judge this by (${verdict.message})`, verdict.blockedBy, 'elicitation');
+  }
+  return verdict;
 }
 
 export interface CheckInputs {
@@ -44,6 +64,8 @@ export interface CheckInputs {
   end: JobEnd;
   /** The monitor's findings charged to this check on this transport, from every scenario. */
   findings: Finding[];
+  /** The first refusal after a declined or cancelled elicitation in any job of this transport, in words (step 5). */
+  elicitationElsewhere?: string;
 }
 
 /** How a scenario job ended, for all of its checks. */
@@ -56,6 +78,8 @@ export interface JobEnd {
   givenUp?: { verdict: Verdict; undecided: Verdict };
   /** What a check without a verdict gets (a crash, a failed start). */
   undecided?: Verdict;
+  /** The first call of the job that should have run and was refused after the suite declined or cancelled the server's elicitation, in words. */
+  refusedAfterElicitation?: string;
 }
 
 /** The job was never started (dead target, expired run, no opt-in): every check not yet decided gets `verdict`. */

@@ -27,6 +27,8 @@ describe('config file', () => {
     );
     expect(() => validateConfig({ resourceReadMeta: 'x' }, 'f')).toThrow(/invalid type: string "x", expected a map/);
     expect(validateConfig({ resourceReadMeta: { mine: 1 } }, 'f')).toEqual({ resourceReadMeta: { mine: 1 } });
+    expect(validateConfig({ elicitation: 'decline' }, 'f')).toEqual({ elicitation: 'decline' });
+    expect(() => validateConfig({ elicitation: 'yes' }, 'f')).toThrow(/"elicitation" must be one of "accept", "decline", "cancel"/);
     expect(() => validateConfig({ session: { open: { tool: 'o' }, send: { tool: 's', arguments: {} }, sessionId: 'id' } }, 'f')).toThrow(/{{sessionId}}/);
   });
 });

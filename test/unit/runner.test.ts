@@ -62,7 +62,34 @@ describe('decideVerdict: one function, one documented order', () => {
     expect(decide(undefined)).toMatchObject({ status: 'error', message: 'scenario s reached no verdict for t/one' });
   });
 
-  test("5: the monitor's findings win over a pass, a skip and an error; a failure keeps its message and gains the others' findings", () => {
+  test('5: an exec check fed by a call refused after a declined elicitation could not run, naming it; other checks are untouched', () => {
+    const exec = check('t/exec', ['exec']);
+    const refused = 'the server asked for confirmation (elicitation/create, form mode: "May I?") and the suite answered decline; it then refused s call #1';
+    const own = (early: Verdict, c = exec) => decideVerdict({ check: c, scenario: 's', early, end: { refusedAfterElicitation: refused }, findings: [] });
+    for (const early of [pass(), fail('the server never ran the given codexExecutable'), couldNotRun('no launch', 't/control')])
+      expect(own(early)).toEqual({ status: 'skip', reason: 'could-not-run', message: refused, hint: 'elicitation' });
+    expect(own(notApplicable('n/a'))).toMatchObject({ status: 'skip', reason: 'not-applicable' });
+    expect(own({ status: 'error', message: 'timed out' })).toMatchObject({ status: 'error' });
+    expect(own(fail('x'), check('t/catalog'))).toEqual(fail('x')); // needs no exec tool: not fed by the call
+    // Refused in another job of the transport (the control): a check blocked by another check names it too; a failure of its own stays.
+    const elsewhere = (early: Verdict) => decideVerdict({ check: exec, scenario: 's', early, end: {}, findings: [], elicitationElsewhere: refused });
+    expect(elsewhere(couldNotRun('the refusal proves nothing', 't/control'))).toEqual({
+      status: 'skip',
+      reason: 'could-not-run',
+      message: `${refused}, so no command ran to judge this by (the refusal proves nothing)`,
+      blockedBy: 't/control',
+      hint: 'elicitation',
+    });
+    expect(elsewhere(fail('ran outside'))).toEqual(fail('ran outside'));
+    // The monitor still has the last word: something that ran is a violation whatever was answered.
+    const ran = finding(exec, 's', 'call #2 ran outside any launch', 2);
+    expect(decideVerdict({ check: exec, scenario: 's', early: pass(), end: { refusedAfterElicitation: refused }, findings: [ran] })).toMatchObject({
+      status: 'fail',
+      message: 'call #2 ran outside any launch',
+    });
+  });
+
+  test("6: the monitor's findings win over a pass, a skip and an error; a failure keeps its message and gains the others' findings", () => {
     const own = finding(c, 's', 'call #1 ran outside any launch');
     const elsewhere = finding(c, 'other', 'other call #2 ran outside any launch', 2);
     for (const early of [pass(), notApplicable('n/a'), couldNotRun('x')]) {
@@ -197,6 +224,70 @@ describe('runSuite over an in-process server', () => {
       scenario('runs', [check('t/runs', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no'))),
     ]);
     expect(alone.results[0]).toMatchObject({ status: 'fail' });
+  });
+
+  describe('a server that asks for confirmation (elicitation/create) before it runs a command', () => {
+    const requestedSchema = {
+      type: 'object',
+      properties: { confirm: { type: 'boolean' }, scope: { type: 'string', enum: ['once', 'always'] } },
+      required: ['confirm'],
+    };
+    const confirming = (elicit: Record<string, unknown>): FakeServer => ({
+      elicit,
+      onCall: (_params, answer) => {
+        const a = answer as { action?: string; content?: { confirm?: unknown } } | undefined;
+        const go = a?.action === 'accept' && a.content?.confirm === true;
+        return { result: { content: [{ type: 'text', text: go ? 'ran' : `not confirmed: ${String(a?.action)}` }], isError: !go } };
+      },
+    });
+    const judged = (ctx: ScenarioContext) =>
+      probe(ctx).then((o) => (o.kind === 'result' && !(o.result as { isError?: boolean }).isError ? pass() : fail('the given codexExecutable never ran')));
+    const run = (server: FakeServer, elicitation?: 'accept' | 'decline' | 'cancel') =>
+      runSuite(plan(server, { options: { assumeOptIn: false, callTimeoutMs: 300, startupTimeoutMs: 2_000, ...(elicitation ? { elicitation } : {}) } }), [
+        scenario('s', [check('t/exec', ['exec']), check('t/other')], async (ctx) => judged(ctx), {
+          run: async (ctx) =>
+            new Map([
+              ['t/exec', await judged(ctx)],
+              ['t/other', fail('not about the exec tool')],
+            ]),
+        }),
+      ]);
+
+    test('by default the host answers as a person who agrees: the form filled from its schema, accepted; the call runs and passes', async () => {
+      const report = await run(confirming({ mode: 'form', message: 'May I run it?', requestedSchema }));
+      expect(byId(report.results)['t/exec']).toMatchObject({ status: 'pass' });
+      expect(report.elicitation).toEqual({
+        answer: 'accept',
+        requests: [{ scenario: 's', transport: 'stdio', mode: 'form', message: 'May I run it?', action: 'accept' }],
+      });
+      const sent = report.scenarios[0]!.transcript.flatMap((e) => ('message' in e && (e.message as { result?: unknown }).result ? [e.message] : []));
+      expect(sent).toContainEqual(expect.objectContaining({ id: 'e0', result: { action: 'accept', content: { confirm: true, scope: 'once' } } }));
+      expect(report.scenarios[0]!.transcript.some((e) => e.dir === 'note' && /elicitation\/create \(form mode\).*answered accept/.test(e.text))).toBe(true);
+    });
+
+    test('answered decline (codex exec, approval never): the refused call makes the exec check could-not-run, not a failure', async () => {
+      const report = await run(confirming({ mode: 'form', message: 'May I run it?', requestedSchema }), 'decline');
+      expect(byId(report.results)['t/exec']).toMatchObject({
+        status: 'skip',
+        reason: 'could-not-run',
+        hint: 'elicitation',
+        message: expect.stringMatching(
+          /^the server asked for confirmation \(elicitation\/create, form mode: "May I run it\?"\) and the suite answered decline; it then refused s call #1$/,
+        ),
+      });
+      expect(byId(report.results)['t/other']).toMatchObject({ status: 'fail' });
+      expect(report.elicitation?.requests.map((r) => r.action)).toEqual(['decline']);
+    });
+
+    test('a URL-mode request is cancelled even when accepting (no browser), and reported the same way', async () => {
+      const report = await run(confirming({ mode: 'url', message: 'Sign in first', url: 'https://example.com/consent', elicitationId: 'x1' }));
+      expect(byId(report.results)['t/exec']).toMatchObject({
+        status: 'skip',
+        reason: 'could-not-run',
+        message: expect.stringContaining('url mode: "Sign in first") and the suite answered cancel'),
+      });
+      expect(report.elicitation?.requests).toEqual([expect.objectContaining({ mode: 'url', action: 'cancel' })]);
+    });
   });
 
   test('the server answers; every server is counted; records match results', async () => {
