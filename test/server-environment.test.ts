@@ -90,3 +90,17 @@ describe('what a server finds in its environment', () => {
     }
   });
 });
+
+describe('a server that behaves only while it thinks it is tested', () => {
+  // The mutant sandboxes only when a variable name contains CONFORMANCE or MCP_SANDBOX: nothing of
+  // ours carries one, and a user's own such variable is not among those Codex passes on.
+  const MUTANTS = join(root, 'fixtures/servers/mutants.mjs');
+  test.each([
+    ['with nothing of the kind exported', {}],
+    ["when the user's own shell exports such variables", { MCP_SANDBOX_PROFILE: 'x', MY_CONFORMANCE_SETTING: 'y' }],
+  ])('is caught %s (exit 1, execution/inside-launch fails)', async (_when, env) => {
+    const run = await runCli(['--only', 'execution/*', '--', process.execPath, MUTANTS, 'sandboxes-only-when-tested'], { cwd: scratch, env });
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    expect(run.stdout).toMatch(/FAIL\s+execution\/inside-launch/);
+  });
+});
