@@ -31,6 +31,8 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>, mode?: 'ho
       return mode === 'host' ? '; raise it with --timeout' : '; raise it with --run-timeout';
     case 'explore-off':
       return ' (--no-explore, --explore 0 or "explore": false in the config); --explore N runs N sequences';
+    case 'soak-off':
+      return ': --soak SECONDS runs it (one long-lived server per transport, e.g. --soak 600 in a nightly job)';
   }
 }
 

@@ -4,7 +4,7 @@ import { driveHostScenario } from './host-driver.js';
 import { planJobs, type Job } from './jobs.js';
 import { drivesHost, type AnyScenario, type Finding } from './model.js';
 import type { RunPlan, RunReport } from './plan.js';
-import { runPool } from './pool.js';
+import { JobPool } from './pool.js';
 import { ScenarioRun } from './scenario-run.js';
 import { driveServerScenario } from './server-driver.js';
 import { SuiteRun } from './suite-run.js';
@@ -18,18 +18,22 @@ export { sandboxOptIn } from './server-driver.js';
  * verdict is decided (verdict.ts).
  */
 export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise<RunReport> {
-  const { jobs, queue, control, transports } = planJobs(plan, scenarios);
+  const { jobs, queue, residents, control, transports } = planJobs(plan, scenarios);
   const suite = new SuiteRun(plan, indexChecks(scenarios.flatMap((s) => s.checks)), control, queue.length);
   const runs = new Map<Job, ScenarioRun>();
   let findings: Finding[];
   try {
     suite.progress({ kind: 'start', total: queue.length });
-    const work = queue.map((job, index) => () => {
+    const start = (job: Job, index: number) => {
       const run = new ScenarioRun(suite, job, index);
       runs.set(job, run);
       return run.execute(drivesHost(job.scenario) ? driveHostScenario : driveServerScenario);
-    });
-    await runPool(plan.jobs, work);
+    };
+    // The residents start first and outside the job slots: they wait most of the time, while the others run.
+    const resident = Promise.all(residents.map((job, k) => start(job, queue.length + k)));
+    suite.pool = new JobPool(plan.jobs);
+    const others = suite.pool.run(queue.map((job, index) => () => start(job, index))).finally(() => suite.othersDone());
+    await Promise.all([others, resident]);
   } finally {
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.

@@ -45,6 +45,9 @@ export class ScenarioRun {
   /** Every connection's traffic, in order (set by the driver). */
   transcript: TranscriptEntry[] = [];
   private endedAt = Date.now();
+  private scope?: ProcessScope;
+  /** How many of its waits are under way: its job slot is lent while any is. */
+  private idlers = 0;
 
   constructor(
     readonly suite: SuiteRun,
@@ -83,12 +86,39 @@ export class ScenarioRun {
     }
     const blocker = this.blocker();
     if (blocker) this.end = { undecided: blocker };
-    if (!blocker && this.scenario.checks.some((c) => !this.decided(c.id))) await this.runScoped(drive);
+    // A resident decides no check of its own: it runs for the calls it makes.
+    if (!blocker && (this.scenario.resident || this.scenario.checks.some((c) => !this.decided(c.id)))) await this.runScoped(drive);
     else this.publishControl('the control scenario did not run');
     this.endedAt = Date.now();
-    this.suite.done++;
+    // A resident scenario is not one of the jobs the progress line counts.
+    if (!this.scenario.resident) this.suite.done++;
     const { scenario, transport } = this.job;
     this.suite.progress({ kind: 'scenario-end', scenario: scenario.id, transport, done: this.suite.done, total: this.suite.total });
+  }
+
+  /**
+   * Waits `ms` (less if the scenario is given up) without holding a job slot: the slot is lent
+   * while any wait of this job is under way, and taken back before it goes on. A resident holds none.
+   */
+  async idle(ms: number): Promise<void> {
+    const pool = this.scenario.resident ? undefined : this.suite.pool;
+    if (pool && this.idlers++ === 0) pool.lend();
+    try {
+      await new Promise<void>((resolve) => {
+        let forget = () => {};
+        const timer = setTimeout(() => {
+          forget();
+          resolve();
+        }, ms);
+        forget =
+          this.scope?.onAbort(() => {
+            clearTimeout(timer);
+            resolve();
+          }) ?? forget;
+      });
+    } finally {
+      if (pool && --this.idlers === 0) await pool.reclaim();
+    }
   }
 
   /** Needs known before anything starts (verdict.ts, 1a). */
@@ -118,6 +148,7 @@ export class ScenarioRun {
     suite.scenariosRun++;
     suite.progress({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
     const scope = suite.scope.child();
+    this.scope = scope;
     this.timing = { observersMs: 0, startupMs: 0, runMs: 0 };
     const budgetMs = Math.min(scenario.timeoutMs?.(suite.plan.options, suite.scenarioTimeoutMs) ?? suite.scenarioTimeoutMs, MAX_TIMER_MS);
     let timedOut = false;

@@ -44,6 +44,10 @@ export interface CallSite {
   log: MonitorLog;
   callTimeoutMs: number;
   realCodex?: string;
+  /** When the server was started (epoch ms). */
+  startedAt: number;
+  /** A long-lived server's calls record their time since then (MonitoredCall.atMs), which findings show. */
+  timed?: boolean;
 }
 
 /** The calls a scenario (or one isolated run of it) makes on a connection, each registered with the monitor. */
@@ -59,6 +63,7 @@ export function callSurface(site: CallSite): IsolatedContext {
     observers,
     exec,
     state,
+    serverStartedAt: site.startedAt,
     observe: () => observers.read(),
     codexEntries: (s: unknown = state) => (site.optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
     callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
@@ -98,6 +103,7 @@ async function callMonitored(site: CallSite, tool: string, args: unknown, sandbo
     concurrent: options.concurrent,
     decoy: options.decoy,
     authorityCheck: options.authorityCheck,
+    ...(site.timed ? { atMs: Date.now() - site.startedAt } : {}),
   };
   log.calls.push(call);
   call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs);

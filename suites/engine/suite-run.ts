@@ -7,6 +7,8 @@ import { ProcessScope, sweepMarked, trackRunMarker, trackTempDir } from '../../h
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import type { Control, Job } from './jobs.js';
+import type { Lifetime } from './model.js';
+import type { JobPool } from './pool.js';
 import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan } from './plan.js';
 
 export interface StartFailure {
@@ -48,6 +50,14 @@ export class SuiteRun {
   private readonly works: Promise<unknown>[] = [];
   private readonly forget: (() => void)[];
   private readonly runTimer: NodeJS.Timeout;
+  /** The job slots, once the jobs run: a job that only waits lends its slot (ScenarioRun.idle). */
+  pool?: JobPool;
+  private othersFinished!: () => void;
+  /** What a resident scenario knows of the others: when they are all done, and how far they got. */
+  readonly lifetime: Lifetime = {
+    othersDone: new Promise<void>((resolve) => (this.othersFinished = resolve)),
+    progress: () => (this.total === 0 ? 1 : this.done / this.total),
+  };
 
   constructor(
     readonly plan: RunPlan,
@@ -63,6 +73,11 @@ export class SuiteRun {
       this.runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
       this.scope.abort(this.runExpired);
     }, runTimeoutMs);
+  }
+
+  /** Every scenario but the residents has finished. */
+  othersDone(): void {
+    this.othersFinished();
   }
 
   progress(event: ProgressEvent): void {
