@@ -10,6 +10,7 @@ import { executionScenarios } from './server/execution.js';
 import { exploreScenario } from './server/explore.js';
 import { codexCallScenario } from './server/forwarding.js';
 import { launcherScenarios } from './server/launcher.js';
+import { residentScenario, soakScenario } from './server/lifetime.js';
 import { resourceScenario } from './server/resources.js';
 import { transportScenarios } from './server/transport.js';
 
@@ -33,6 +34,9 @@ export const allScenarios: Scenario[] = [
   inventoryScenario,
   ...enforcementScenarios,
   exploreScenario,
+  soakScenario,
+  // Decides no check of its own: its calls are charged to the rules' checks above.
+  residentScenario,
 ];
 
 /** Every check of server mode, in report order, each once. */

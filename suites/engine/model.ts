@@ -346,6 +346,8 @@ export interface Lifetime {
   readonly othersDone: Promise<void>;
   /** The share of the other scenarios finished, 0 to 1. */
   progress(): number;
+  /** Whether a job slot is free with no scenario left to start: calls made now take nothing from the others. */
+  spare(): boolean;
 }
 
 /** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */

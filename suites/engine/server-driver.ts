@@ -68,7 +68,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     return;
   }
   const site: SiteFor = (on, observers, log, startedAt, timed = Boolean(scenario.resident)) => ({
-    scenario: { id: scenario.id, firstCheck: scenario.checks[0]!.id },
+    scenario: { id: scenario.id, firstCheck: scenario.checks[0]?.id ?? scenario.resident?.charges[0] ?? '' },
     connection: on,
     observers,
     exec,

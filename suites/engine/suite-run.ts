@@ -57,6 +57,7 @@ export class SuiteRun {
   readonly lifetime: Lifetime = {
     othersDone: new Promise<void>((resolve) => (this.othersFinished = resolve)),
     progress: () => (this.total === 0 ? 1 : this.done / this.total),
+    spare: () => this.pool?.spare ?? false,
   };
 
   constructor(
