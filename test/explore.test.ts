@@ -40,6 +40,28 @@ describe.concurrent('exploration', () => {
     }, 300_000);
   }
 
+  // Defects that wait for time or a count of calls, with small thresholds: an idle step or a repeated call shows them.
+  const LIFETIME: Record<string, Record<string, string>> = {
+    'warm-worker-by-launcher': { LIFETIME_WARM_MS: '2200' },
+    'sandbox-off-after-calls': { LIFETIME_OFF_AFTER_CALLS: '8' },
+    'recycles-under-first-state': { LIFETIME_RECYCLE_AFTER: '4' },
+  };
+  for (const [mutant, env] of Object.entries(LIFETIME)) {
+    test(`${mutant}: caught by an idle step or a repeated call, shrunk to at most five steps, and replayed`, async () => {
+      const budget = { ...EXPLORE_DEFAULTS, runs: 40 };
+      const result = explored((await runAgainst([mutantsServer, mutant], { explore: budget }, { ...exploreOnly, env })).results);
+      expect(result.status, result.message).toBe('fail');
+      const found = result.counterexample!;
+      expect(found.steps.length).toBeLessThanOrEqual(5);
+      expect(found.steps.every((s) => typeof s.atMs === 'number')).toBe(true);
+      const [seed, ...path] = found.replay.split(':');
+      const replay = { seed: Number(seed), path: path.join(':') };
+      const again = explored((await runAgainst([mutantsServer, mutant], { explore: { ...budget, replay } }, { ...exploreOnly, env })).results);
+      expect(again.status, again.message).toBe('fail');
+      expect(again.counterexample!.steps.map((s) => s.action)).toEqual(found.steps.map((s) => s.action));
+    }, 300_000);
+  }
+
   test('a shrunk counterexample replays by its seed and path: the same steps fail again, and the reference passes them', async () => {
     const found = (await exploration('round-robin-workers')).counterexample!;
     const [seed, ...path] = found.replay.split(':');

@@ -353,7 +353,18 @@ export interface Lifetime {
 /** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */
 export type IsolatedContext = Pick<
   ScenarioContext,
-  'transport' | 'session' | 'handshake' | 'observers' | 'exec' | 'state' | 'codexEntries' | 'execProbe' | 'callTool' | 'plantTrap' | 'observe' | 'serverStartedAt'
+  | 'transport'
+  | 'session'
+  | 'handshake'
+  | 'observers'
+  | 'exec'
+  | 'state'
+  | 'codexEntries'
+  | 'execProbe'
+  | 'callTool'
+  | 'plantTrap'
+  | 'observe'
+  | 'serverStartedAt'
 >;
 
 export interface IsolatedRun<T> {

@@ -51,7 +51,8 @@ export class JobPool {
 
   private release(): void {
     const back = this.returning.shift();
-    if (back) back(); // the slot passes to an idle task coming back
+    if (back)
+      back(); // the slot passes to an idle task coming back
     else {
       this.busy--;
       this.pump();

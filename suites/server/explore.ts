@@ -646,9 +646,7 @@ export function storyOf(outcome: SequenceOutcome): CounterexampleStep[] {
   const broken = new Set(outcome.violations.map((v) => v.call));
   return seq.steps.map((step, i) => {
     // A repeated call is told once: its first and last calls, and any call that broke the contract.
-    const told = step.repeated
-      ? step.calls.filter((c, k) => k === 0 || k === step.calls.length - 1 || broken.has(c.index))
-      : step.calls;
+    const told = step.repeated ? step.calls.filter((c, k) => k === 0 || k === step.calls.length - 1 || broken.has(c.index)) : step.calls;
     const authority = step.repeated
       ? step.calls.length
         ? [`calls #${step.calls[0]!.index} to #${step.calls.at(-1)!.index}, each: ${step.calls[0]!.authority}`]

@@ -63,8 +63,7 @@ async function paceCall(ctx: ScenarioContext, k: number, othersDone: () => boole
   const gap = RESIDENT_GAPS.get(k);
   if (gap !== undefined) await Promise.race([ctx.idle(gap), ctx.lifetime.othersDone]);
   const paced = RESIDENT_CALLS - RESIDENT_TAIL;
-  const ready = () =>
-    othersDone() || (k < paced ? ctx.lifetime.progress() >= (k / paced) * 0.9 : ctx.lifetime.spare() || ctx.lifetime.progress() >= 0.99);
+  const ready = () => othersDone() || (k < paced ? ctx.lifetime.progress() >= (k / paced) * 0.9 : ctx.lifetime.spare() || ctx.lifetime.progress() >= 0.99);
   while (!ready()) await sleep(50);
 }
 
@@ -93,7 +92,14 @@ export const residentScenario: Scenario = {
   needs: ['exec', 'opt-in'],
   transports: ['stdio', 'http'],
   resident: {
-    charges: [RESIDENT_CHECKS.valid, RESIDENT_CHECKS.refused, RESIDENT_CHECKS.broken, RESIDENT_CHECKS.relative, RESIDENT_CHECKS.notExecutable, RESIDENT_CHECKS.smuggled],
+    charges: [
+      RESIDENT_CHECKS.valid,
+      RESIDENT_CHECKS.refused,
+      RESIDENT_CHECKS.broken,
+      RESIDENT_CHECKS.relative,
+      RESIDENT_CHECKS.notExecutable,
+      RESIDENT_CHECKS.smuggled,
+    ],
   },
   // It lasts as long as the run (whose own timeout bounds it).
   timeoutMs: () => Number.MAX_SAFE_INTEGER,
@@ -115,8 +121,9 @@ export const soakHoldsContract: CheckDef = {
   observes:
     'One fresh server with its own observers; after the soak it is stopped and the sandbox monitor judges every call against every execution, launch and trap invocation recorded, as for the fixed scenarios. The soak fails on any finding of a MUST rule, and on a valid call that reported success while its command never ran; the report names each call with its time since the server started, and the steps before the first violation. Not applicable without --soak.',
   why: 'A defect that waits for a count of calls (a worker recycled after N calls, a fast path after N successes) or for time (a worker that warms up, a cache that expires) never shows in a scenario a few seconds long on a fresh server.',
-  typicalMistake: 'A warm worker or a recycled one started under a remembered authority; sandboxing dropped after a number of calls or once something "warmed up".',
-  fix: "Read the authority from each call, every time; whatever you keep (workers, pools, caches), key it by the exact state JSON and launcher path, and start it under the authority of the call that needs it.",
+  typicalMistake:
+    'A warm worker or a recycled one started under a remembered authority; sandboxing dropped after a number of calls or once something "warmed up".',
+  fix: 'Read the authority from each call, every time; whatever you keep (workers, pools, caches), key it by the exact state JSON and launcher path, and start it under the authority of the call that needs it.',
   needs: ['exec', 'opt-in'],
 };
 
@@ -156,7 +163,8 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   const calls = run.calls.length;
   if (outcome.violations.length > 0) return soakFailure(outcome.violations, storyOf(outcome), calls);
   if (run.error) return { status: 'error', message: `the soak could not finish after ${calls} calls: ${(run.error as Error).message ?? String(run.error)}` };
-  if (outcome.executed === 0 && ctx.transport === 'stdio') return couldNotRun(`${calls} calls in the soak, but no call with valid authority executed anything, so nothing was judged`);
+  if (outcome.executed === 0 && ctx.transport === 'stdio')
+    return couldNotRun(`${calls} calls in the soak, but no call with valid authority executed anything, so nothing was judged`);
   return pass(`${calls} calls over ${seconds} s on one server held the contract; ${outcome.executed} executions judged`);
 }
 
