@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/server/explore.js';
 import type { GradedResult } from '../cli/grade.js';
+import { soakHoldsContract } from '../suites/server/lifetime.js';
 import { mutantsServer, referenceServer, runAgainst } from './helpers.js';
 import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 
@@ -73,6 +74,16 @@ describe.concurrent('exploration', () => {
     expect(again.counterexample!.steps.map((s) => s.authority)).toEqual(found.steps.map((s) => s.authority));
     const reference = explored((await runAgainst([referenceServer], { explore: { ...EXPLORE_DEFAULTS, replay } }, exploreOnly)).results);
     expect(reference.status, reference.message).toBe('pass');
+  }, 300_000);
+
+  test('the soak fails a server whose sandboxing goes off after some calls, naming the call and its time', async () => {
+    const soakOnly = { http: false, select: (id: string) => id === soakHoldsContract.id, env: { LIFETIME_OFF_AFTER_CALLS: '8' } };
+    const report = await runAgainst([mutantsServer, 'sandbox-off-after-calls'], { soak: { seconds: 4 } }, soakOnly);
+    const soak = report.results.find((r) => r.id === soakHoldsContract.id)!;
+    expect(soak.status, soak.message).toBe('fail');
+    expect(soak.message).toMatch(/call #\d+ \(sent \d+\.\d s after its server started\)/);
+    const off = await runAgainst([referenceServer], {}, soakOnly);
+    expect(off.results.find((r) => r.id === soakHoldsContract.id)).toMatchObject({ status: 'skip', reason: 'not-applicable' });
   }, 300_000);
 
   test('turned off, the check is not applicable, never a pass', async () => {
