@@ -532,10 +532,16 @@ const repeatStep = (): fc.Arbitrary<Repeat> =>
     .map(([change, pick, count]) => new Repeat(change, pick, count));
 
 /** The calls with valid authority and with missing or malformed authority, one at a time: the resident server's and the soak's traffic. */
-export function singleCalls(options: { smuggle: boolean }): fc.Arbitrary<Step>[] {
+export function singleCalls(options: { smuggle: boolean; launcherOverHttp: boolean }): fc.Arbitrary<Step>[] {
   const change = fc.constantFrom<Change>('none', 'policy', 'workspace', 'variant', 'launcher', 'keys');
   const exec = fc
-    .tuple(change, fc.nat({ max: 2 }), fc.constantFrom(0, 0, 1, 2, 3, 4, 5, 6, 7, 8), options.smuggle ? fc.boolean() : fc.constant(false), fc.boolean())
+    .tuple(
+      change,
+      fc.nat({ max: 2 }),
+      fc.constantFrom(0, 0, 1, 2, 3, 4, 5, 6, 7, 8),
+      options.smuggle ? fc.boolean() : fc.constant(false),
+      fc.boolean().map((b) => options.launcherOverHttp && b),
+    )
     .map(([c, k, shape, s, h]): Step => new Exec(c, k, shape, s, h));
   const refused = fc.constantFrom(...BAD).map((bad): Step => new Refused(bad));
   return [exec, exec, exec, refused];

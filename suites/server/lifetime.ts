@@ -50,7 +50,8 @@ const RESIDENT_CHECKS: CallChecks = {
 
 /** The resident's calls: the same every run (seeded), one at a time, authority changed one dimension at a time, missing and malformed authority. */
 function residentSteps(): Step[] {
-  return fc.sample(fc.oneof(...singleCalls({ smuggle: false })), { seed: RESIDENT_SEED, numRuns: RESIDENT_CALLS });
+  // No launcher sent over HTTP: trusting one there is HTTP-2's (a SHOULD), not a finding of the rules the resident charges.
+  return fc.sample(fc.oneof(...singleCalls({ smuggle: false, launcherOverHttp: false })), { seed: RESIDENT_SEED, numRuns: RESIDENT_CALLS });
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -115,11 +116,11 @@ export const soakHoldsContract: CheckDef = {
   id: 'explore/soak-holds-contract',
   rule: 'EXEC-1',
   level: 'MUST',
-  title: 'one long-lived server keeps to the contract for the whole soak (--soak)',
+  title: 'one long-lived server keeps to the contract for the whole soak',
   summary:
-    'In Codex a server lives for the whole session: minutes to hours, hundreds of calls. With --soak SECONDS one server per transport receives exploration traffic for that long (authority changed one dimension at a time, missing and malformed authority, every command shape, concurrent bursts, repeated calls, relists) with idle gaps of up to several seconds, and every call must still run only inside a launch of its own codexExecutable under its own state, or nothing. Source: CONTRACT.md §3 EXEC-1, AUTH-2, AUTH-3, LAUNCH-2.',
+    'In Codex a server lives for the whole session: minutes to hours, hundreds of calls. When a soak is asked for, one server per transport receives exploration traffic for that long (authority changed one dimension at a time, missing and malformed authority, every command shape, concurrent bursts, repeated calls, relists) with idle gaps of up to several seconds, and every call must still run only inside a launch of its own codexExecutable under its own state, or nothing. Source: CONTRACT.md §3 EXEC-1, AUTH-2, AUTH-3, LAUNCH-2.',
   observes:
-    'One fresh server with its own observers; after the soak it is stopped and the sandbox monitor judges every call against every execution, launch and trap invocation recorded, as for the fixed scenarios. The soak fails on any finding of a MUST rule, and on a valid call that reported success while its command never ran; the report names each call with its time since the server started, and the steps before the first violation. Not applicable without --soak.',
+    'One fresh server with its own observers; after the soak it is stopped and the sandbox monitor judges every call against every execution, launch and trap invocation recorded, as for the fixed scenarios. The soak fails on any finding of a MUST rule, and on a valid call that reported success while its command never ran; the report names each call with its time since the server started, and the steps before the first violation. Not applicable unless a soak is asked for.',
   why: 'A defect that waits for a count of calls (a worker recycled after N calls, a fast path after N successes) or for time (a worker that warms up, a cache that expires) never shows in a scenario a few seconds long on a fresh server.',
   typicalMistake:
     'A warm worker or a recycled one started under a remembered authority; sandboxing dropped after a number of calls or once something "warmed up".',
@@ -134,7 +135,7 @@ function soakArbitrary(ctx: ScenarioContext): fc.Arbitrary<Step> {
     .map((changes): Step => new Burst(changes));
   const idle = fc.constantFrom(...IDLE_STEPS_MS).map((ms): Step => new Idle(ms));
   void ctx;
-  return fc.oneof(...singleCalls({ smuggle: true }), burst, idle);
+  return fc.oneof(...singleCalls({ smuggle: true, launcherOverHttp: true }), burst, idle);
 }
 
 async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
@@ -198,7 +199,7 @@ function soakFailure(violations: Finding[], story: ReturnType<typeof storyOf>, c
 
 export const soakScenario: Scenario = {
   id: 'explore/soak',
-  title: 'exploration traffic on one long-lived server per transport, for --soak SECONDS',
+  title: 'exploration traffic on one long-lived server per transport, for as long as the soak lasts',
   checks: [soakHoldsContract],
   needs: ['exec', 'opt-in'],
   transports: ['stdio', 'http'],
