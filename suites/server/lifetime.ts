@@ -146,7 +146,8 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
       const seq: Sequence = await newSequence(ctx, sub, allSoak);
       const deadline = Date.now() + totalMs;
       const idleUntilDeadline = seq.idle;
-      seq.idle = (ms) => idleUntilDeadline(Math.max(0, Math.min(ms, deadline - Date.now())));
+      // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
+      seq.idle = (ms) => idleUntilDeadline(Math.max(0, Math.min(ms, totalMs / 8, deadline - Date.now())));
       const model: Model = { steps: 0 };
       const arbitrary = soakArbitrary(ctx);
       for (let chunk = 0; Date.now() < deadline; chunk++) {
