@@ -33,6 +33,8 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>, mode?: 'ho
       return ' (--no-explore, --explore 0 or "explore": false in the config); --explore N runs N sequences';
     case 'elicitation':
       return '; the default --elicitation accept answers as a person at Codex would (fills the form and accepts; a URL request is cancelled: no browser)';
+    case 'soak-off':
+      return ': --soak SECONDS runs it (one long-lived server per transport, e.g. --soak 600 in a nightly job)';
   }
 }
 

@@ -71,6 +71,7 @@ const VALUE_OPTIONS = [
   'explore-seed',
   'explore-time',
   'replay',
+  'soak',
 ];
 
 /** The exploration budget from --explore/--no-explore, --explore-seed, --explore-time, --replay and the config; undefined when off. */
@@ -211,6 +212,12 @@ async function main(argv: string[]): Promise<number> {
       group: 'Exploration:',
     })
     .option('replay', { type: 'string', describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it', group: 'Exploration:' })
+    .option('soak', {
+      type: 'number',
+      describe:
+        'One long-lived server per transport gets exploration traffic, with idle gaps, for this many seconds (explore/soak-holds-contract; off by default, e.g. --soak 600 nightly)',
+      group: 'Exploration:',
+    })
     .epilog(
       [
         'Exit codes: 0 conformant, 1 violations, 2 usage or config error, 3 incomplete (a check that applies could not run), 4 target failed to start, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM (servers killed, temp files removed).',
@@ -314,6 +321,8 @@ async function main(argv: string[]): Promise<number> {
     assertDirectory(cwd, args.cwd !== undefined ? '--cwd' : codexEntry?.cwd !== undefined ? `[mcp_servers.${codexEntry.name}] cwd` : 'the config\'s "cwd"');
   const realCodex = args.codex ? realCodexPath(args.codex) : undefined;
   const explore = exploreOptions(args, config);
+  if (Array.isArray(args.soak)) throw new UsageError('--soak given more than once');
+  const soak = args.soak !== undefined ? { seconds: timeoutSeconds(args.soak, '--soak') } : undefined;
   // Every file and directory the run will write, checked before any server starts.
   checkOutputPaths(listOf(args.reporter), args.transcripts);
   // Without the flag the harness's default holds (harness/target.ts): one place for it.
@@ -353,6 +362,7 @@ async function main(argv: string[]): Promise<number> {
       catalogStartups: args['catalog-startups'],
       explore,
       elicitation: args.elicitation ?? config.elicitation ?? 'accept',
+      ...(soak ? { soak } : {}),
     },
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,

@@ -11,6 +11,7 @@ import { exploreScenarios } from './server/explore.js';
 import { forwardingScenarios } from './server/forwarding.js';
 import { launcherScenarios } from './server/launcher.js';
 import { resourceScenarios } from './server/resources.js';
+import { residentScenario, soakScenario } from './server/lifetime.js';
 import { transportScenarios } from './server/transport.js';
 
 /**
@@ -32,6 +33,9 @@ export const allScenarios: Scenario[] = [
   ...catalogScenarios,
   ...enforcementScenarios,
   ...exploreScenarios,
+  soakScenario,
+  // Decides no check of its own: its calls are charged to the rules' checks above.
+  residentScenario,
 ];
 
 /** Every check of server mode, in report order, each once. */

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/server/explore.js';
 import type { GradedResult } from '../cli/grade.js';
+import { soakHoldsContract } from '../suites/server/lifetime.js';
 import { mutantsServer, referenceServer, runAgainst } from './helpers.js';
 import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 
@@ -40,6 +41,29 @@ describe.concurrent('exploration', () => {
     }, 300_000);
   }
 
+  // Defects that wait for time or a count of calls, with small thresholds: an idle step or a repeated call shows them.
+  const LIFETIME: Record<string, Record<string, string>> = {
+    // The issue's 4 s: only the 5 s idle step reaches it, with a second's margin either way, also on a loaded machine.
+    'warm-worker-by-launcher': { LIFETIME_WARM_MS: '4000' },
+    'sandbox-off-after-calls': { LIFETIME_OFF_AFTER_CALLS: '8' },
+    'recycles-under-first-state': { LIFETIME_RECYCLE_AFTER: '4' },
+  };
+  for (const [mutant, env] of Object.entries(LIFETIME)) {
+    test(`${mutant}: caught by an idle step or a repeated call, shrunk to at most five steps, and replayed`, async () => {
+      const budget = { ...EXPLORE_DEFAULTS, runs: 40 };
+      const result = explored((await runAgainst([mutantsServer, mutant], { explore: budget }, { ...exploreOnly, env })).results);
+      expect(result.status, result.message).toBe('fail');
+      const found = result.counterexample!;
+      expect(found.steps.length).toBeLessThanOrEqual(5);
+      expect(found.steps.every((s) => typeof s.atMs === 'number')).toBe(true);
+      const [seed, ...path] = found.replay.split(':');
+      const replay = { seed: Number(seed), path: path.join(':') };
+      const again = explored((await runAgainst([mutantsServer, mutant], { explore: { ...budget, replay } }, { ...exploreOnly, env })).results);
+      expect(again.status, again.message).toBe('fail');
+      expect(again.counterexample!.steps.length).toBeLessThanOrEqual(5);
+    }, 300_000);
+  }
+
   test('a shrunk counterexample replays by its seed and path: the same steps fail again, and the reference passes them', async () => {
     const found = (await exploration('round-robin-workers')).counterexample!;
     const [seed, ...path] = found.replay.split(':');
@@ -51,6 +75,16 @@ describe.concurrent('exploration', () => {
     expect(again.counterexample!.steps.map((s) => s.authority)).toEqual(found.steps.map((s) => s.authority));
     const reference = explored((await runAgainst([referenceServer], { explore: { ...EXPLORE_DEFAULTS, replay } }, exploreOnly)).results);
     expect(reference.status, reference.message).toBe('pass');
+  }, 300_000);
+
+  test('the soak fails a server whose sandboxing goes off after some calls, naming the call and its time', async () => {
+    const soakOnly = { http: false, select: (id: string) => id === soakHoldsContract.id, env: { LIFETIME_OFF_AFTER_CALLS: '8' } };
+    const report = await runAgainst([mutantsServer, 'sandbox-off-after-calls'], { soak: { seconds: 4 } }, soakOnly);
+    const soak = report.results.find((r) => r.id === soakHoldsContract.id)!;
+    expect(soak.status, soak.message).toBe('fail');
+    expect(soak.message).toMatch(/call #\d+ \(sent \d+\.\d s after its server started\)/);
+    const off = await runAgainst([referenceServer], {}, soakOnly);
+    expect(off.results.find((r) => r.id === soakHoldsContract.id)).toMatchObject({ status: 'skip', reason: 'not-applicable' });
   }, 300_000);
 
   test('turned off, the check is not applicable, never a pass', async () => {

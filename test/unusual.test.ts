@@ -56,6 +56,8 @@ const variants: Record<string, Variant> = {
   paginated: { http: false, mustPass: [...CORE, 'catalog/same-across-startups', 'catalog/stable-on-relist'] },
   'anyof-cwd': { http: false, mustPass: CORE },
   'verifies-launcher': { http: false, mustPass: CORE },
+  'recycling-pool': { http: true, mustPass: [...CORE, ...HTTP] },
+  'out-of-order': { http: false, mustPass: CORE },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
@@ -72,6 +74,18 @@ describe.concurrent('correct servers unlike the reference', () => {
         return of.length === 0 ? [`${id}: did not run`] : of.filter((r) => r.status !== 'pass').map(line);
       });
       expect(notPassed).toEqual([]);
+    });
+  }
+});
+
+// Correct servers whose life is unusual must hold through a soak too (a few seconds here; nightly CI runs minutes).
+describe.concurrent('correct long-lived servers through a soak', () => {
+  for (const variant of ['recycling-pool', 'out-of-order']) {
+    test(variant, { timeout: 300_000 }, async () => {
+      const plan = nodePlan([unusualServer, variant], { soak: { seconds: 4 } }, { http: false, select: (id) => id === 'explore/soak-holds-contract' });
+      const { results } = await runSuite(plan, allScenarios);
+      const soak = results.find((r) => r.id === 'explore/soak-holds-contract')!;
+      expect(soak.status, soak.message).toBe('pass');
     });
   }
 });

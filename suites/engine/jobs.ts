@@ -23,6 +23,8 @@ export interface JobPlan {
   jobs: Job[];
   /** In running order: the control first, then the long scenarios. */
   queue: Job[];
+  /** Resident scenarios (ScenarioBase.resident), one job per transport: started first, outside the job slots. */
+  residents: Job[];
   control: Control;
   transports: Transport[];
 }
@@ -31,7 +33,14 @@ export interface JobPlan {
 export function planJobs(plan: RunPlan, scenarios: AnyScenario[]): JobPlan {
   const transports: Transport[] = plan.host?.transports ?? (['stdio', 'http'] as const).filter((t) => plan.targets[t]);
   const jobs: Job[] = [];
+  const residents: Job[] = [];
   for (const scenario of scenarios) {
+    if (scenario.resident) {
+      // Off when asked, when replaying one sequence, and when none of the checks it charges is reported.
+      const wanted = plan.options.resident !== false && !plan.options.explore?.replay && scenario.resident.charges.some((id) => plan.select(id));
+      if (wanted) for (const transport of scenario.transports.filter((t) => transports.includes(t))) residents.push({ scenario, transport, runs: true });
+      continue;
+    }
     if (!scenario.checks.some((c) => plan.select(c.id))) continue;
     const usable = scenario.transports.filter((t) => transports.includes(t));
     if (usable.length === 0) jobs.push({ scenario, transport: scenario.transports[0]!, runs: false });
@@ -42,7 +51,7 @@ export function planJobs(plan: RunPlan, scenarios: AnyScenario[]): JobPlan {
   // The control first; then the long scenarios, so that none of them is left for the end alone.
   const rank = (job: Job) => (job.scenario.isControl ? 0 : job.scenario.long ? 1 : 2);
   queue.sort((a, b) => rank(a) - rank(b));
-  return { jobs, queue, control, transports };
+  return { jobs, queue, residents, control, transports };
 }
 
 /**

@@ -44,6 +44,8 @@ export interface MonitoredCall {
   decoy?: { check: string; markers: string[] };
   /** The check a launch under another call's authority is charged to (default AUTH-2's or AUTH-3's). */
   authorityCheck?: string;
+  /** When it was sent, in ms since its server was started: a defect may need time or many calls to show. */
+  atMs?: number;
   outcome?: RawOutcome;
 }
 
@@ -158,7 +160,8 @@ export type Hint =
   | 'scenario-timeout' // the scenario's budget can be raised
   | 'run-timeout' // the run's budget can be raised
   | 'explore-off' // exploration was turned off
-  | 'elicitation'; // the server's elicitation was declined or cancelled: it can be accepted
+  | 'elicitation' // the server's elicitation was declined or cancelled: it can be accepted
+  | 'soak-off'; // the soak (one long-lived server per transport) was not asked for
 
 export interface CheckResult {
   id: string;
@@ -262,6 +265,8 @@ export interface CounterexampleStep {
   /** What executed for the step, and in which launch (or "nothing"). */
   ran: string[];
   response: string[];
+  /** When the step began, in ms since the sequence's server was started. */
+  atMs?: number;
 }
 
 /** Random call sequences against one fresh server each (explore/sequences-hold-contract). */
@@ -285,6 +290,10 @@ export interface RunOptions {
   explore?: ExploreOptions;
   /** How the host answers the server's `elicitation/create` (harness/elicitation.ts); default accept. */
   elicitation?: ElicitationAnswer;
+  /** The soak (explore/soak-holds-contract): one long-lived server per transport for this long; absent means off. */
+  soak?: { seconds: number };
+  /** The resident server (one per transport, for the whole run); on unless false. */
+  resident?: boolean;
 }
 
 export interface ScenarioContext {
@@ -301,6 +310,8 @@ export interface ScenarioContext {
   control(): Promise<ControlFacts>;
   publishControl(facts: ControlFacts): void;
   observe(): Promise<Observations>;
+  /** When this server was started (epoch ms): calls are timed from it. */
+  readonly serverStartedAt: number;
   /** The default state of this scenario (workspace-write on its own workspace, with canaries). */
   readonly state: Record<string, unknown>;
   /** The sandbox entries Codex would send for `state` (none when the server did not opt in). */
@@ -334,15 +345,40 @@ export interface ScenarioContext {
    * every call `body` made with the sandbox monitor at once (not at the end of the run): each
    * exploration sequence is one such run.
    */
-  isolated<T>(body: (sub: IsolatedContext) => Promise<T>): Promise<IsolatedRun<T>>;
+  isolated<T>(body: (sub: IsolatedContext) => Promise<T>, options?: { timed?: boolean }): Promise<IsolatedRun<T>>;
   /** How far a long scenario got, for the live progress line (e.g. "5/12 sequences"). */
   progress(note: string): void;
+  /** Waits `ms` without holding one of the run's job slots (another scenario runs meanwhile); cut short when the scenario is given up. */
+  idle(ms: number): Promise<void>;
+  /** The rest of the run, as a resident scenario (ScenarioBase.resident) sees it. */
+  readonly lifetime: Lifetime;
+}
+
+/** What a resident scenario knows of the run around it. */
+export interface Lifetime {
+  /** Resolves once every other scenario of the run has finished. */
+  readonly othersDone: Promise<void>;
+  /** The share of the other scenarios finished, 0 to 1. */
+  progress(): number;
+  /** Whether a job slot is free with no scenario left to start: calls made now take nothing from the others. */
+  spare(): boolean;
 }
 
 /** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */
 export type IsolatedContext = Pick<
   ScenarioContext,
-  'transport' | 'session' | 'handshake' | 'observers' | 'exec' | 'state' | 'codexEntries' | 'execProbe' | 'callTool' | 'plantTrap' | 'observe'
+  | 'transport'
+  | 'session'
+  | 'handshake'
+  | 'observers'
+  | 'exec'
+  | 'state'
+  | 'codexEntries'
+  | 'execProbe'
+  | 'callTool'
+  | 'plantTrap'
+  | 'observe'
+  | 'serverStartedAt'
 >;
 
 export interface IsolatedRun<T> {
@@ -394,6 +430,13 @@ export interface ScenarioBase {
   long?: boolean;
   /** Its own time budget, when the plain scenario timeout (`base`) does not fit it (exploration). */
   timeoutMs?: (options: RunOptions, base: number) => number;
+  /**
+   * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
+   * before the other scenarios and lives until they are all done, outside the job slots; the
+   * monitor charges what its calls break to the checks of the rules broken. It runs when one of
+   * `charges` is selected.
+   */
+  resident?: { charges: string[] };
 }
 
 /** A scenario of server mode: the runner starts the server and hands the scenario the connection. */

@@ -66,7 +66,8 @@ const describeAuthority = (call: MonitoredCall) =>
     ? { codexExecutable: call.authority.codexExecutable, state: call.authority.state }
     : { authority: `none: ${call.authority.why}` };
 
-const callLabel = (call: MonitoredCall) => `${call.scenario} call #${call.index}`;
+const callLabel = (call: MonitoredCall) =>
+  `${call.scenario} call #${call.index}${call.atMs === undefined ? '' : ` (sent ${(call.atMs / 1000).toFixed(1)} s after its server started)`}`;
 
 const runAccount = (run: ProbeRun) => ({ ranUnder: run.launchId || '(no launch: outside the sandbox)', pid: run.pid, invokedAs: run.invoked, cwd: run.cwd });
 

@@ -1,78 +1,83 @@
 /**
- * Runs tasks with at most `limit()` of them at once (at least one), each started in list order as
- * a slot frees up or the limit grows (`widen`); resolves with their results in list order. A task
- * that throws rejects the whole pool (the others already started still run to their end).
+ * The jobs of a run. Two bounds: at most `jobs` act on their servers at once (an acting slot,
+ * `act` / `rest`), and at most `startLimit` are under way at all, so that their servers' start-ups
+ * overlap the others' acting (`widen` raises it once a first server has started). A job that only
+ * waits (an idle step, a soak's gap) rests meanwhile and acts again when a slot frees up, in turn
+ * with the others waiting for one.
  */
-export class TaskPool<T> {
+export class JobPool {
   private next = 0;
-  private active = 0;
-  private readonly results: T[] = [];
-  private settle!: { resolve: (results: T[]) => void; reject: (error: unknown) => void };
+  private underWay = 0;
+  private acting = 0;
+  private tasks: readonly (() => Promise<unknown>)[] = [];
+  /** Jobs waiting to act, first come first served. */
+  private readonly waiting: (() => void)[] = [];
+  private finished?: () => void;
+  private failed?: (error: unknown) => void;
 
   constructor(
-    private readonly tasks: readonly (() => Promise<T>)[],
-    private limit: number,
+    private readonly jobs: number,
+    private startLimit = jobs,
   ) {}
 
-  run(): Promise<T[]> {
-    return new Promise<T[]>((resolve, reject) => {
-      this.settle = { resolve, reject };
-      this.pump();
+  /** Resolves once every task has finished; a task that throws rejects it (the others still run to their end). */
+  run(tasks: readonly (() => Promise<unknown>)[]): Promise<void> {
+    this.tasks = tasks;
+    const done = new Promise<void>((resolve, reject) => {
+      this.finished = resolve;
+      this.failed = reject;
     });
+    this.pump();
+    if (tasks.length === 0) this.finished!();
+    return done;
   }
 
-  /** Lets up to `limit` tasks run at once from now on (never fewer than before). */
-  widen(limit: number): void {
-    if (limit <= this.limit) return;
-    this.limit = limit;
-    if (this.settle) this.pump();
+  /** Lets up to `startLimit` jobs be under way from now on (never fewer than before). */
+  widen(startLimit: number): void {
+    if (startLimit <= this.startLimit) return;
+    this.startLimit = startLimit;
+    this.pump();
+  }
+
+  /** Whether an acting slot is free with nothing left to start: capacity that would otherwise go unused. */
+  get spare(): boolean {
+    return this.next >= this.tasks.length && this.acting < this.limit;
+  }
+
+  private get limit(): number {
+    return Math.max(1, this.jobs);
+  }
+
+  /** Takes an acting slot: at once if one is free and nobody waits, else in turn. */
+  async act(): Promise<void> {
+    if (this.acting < this.limit && this.waiting.length === 0) this.acting++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Gives the acting slot back: it passes to the first job waiting for one. */
+  rest(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.acting--;
   }
 
   private pump(): void {
-    if (this.next >= this.tasks.length && this.active === 0) return this.settle.resolve(this.results);
-    while (this.next < this.tasks.length && this.active < Math.max(1, this.limit)) {
-      const i = this.next++;
-      this.active++;
-      this.tasks[i]!().then(
-        (result) => {
-          this.results[i] = result;
-          this.active--;
-          this.pump();
+    while (this.underWay < Math.max(1, this.startLimit) && this.next < this.tasks.length) {
+      const task = this.tasks[this.next++]!;
+      this.underWay++;
+      task().then(
+        () => this.settle(),
+        (error: unknown) => {
+          this.failed?.(error);
+          this.settle();
         },
-        (error: unknown) => this.settle.reject(error),
       );
     }
   }
-}
 
-/** Runs `tasks` with at most `jobs` at once (TaskPool with a fixed limit). */
-export function runPool<T>(jobs: number, tasks: readonly (() => Promise<T>)[]): Promise<T[]> {
-  return new TaskPool(tasks, jobs).run();
-}
-
-/**
- * At most `size` holders at once; the others wait in line. A scenario holds one while it acts on
- * its server, not while the server starts: start-ups that wait rather than compute overlap.
- */
-export class Slots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(size: number) {
-    this.free = Math.max(1, size);
-  }
-
-  /** Resolves once a slot is free, with the function that gives it back (once). */
-  async acquire(): Promise<() => void> {
-    if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.free++;
-    };
+  private settle(): void {
+    this.underWay--;
+    this.pump();
+    if (this.underWay === 0 && this.next >= this.tasks.length) this.finished?.();
   }
 }

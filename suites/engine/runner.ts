@@ -4,7 +4,7 @@ import { driveHostScenario } from './host-driver.js';
 import { planJobs, type Job } from './jobs.js';
 import { drivesHost, type AnyScenario, type Finding } from './model.js';
 import type { RunPlan, RunReport } from './plan.js';
-import { TaskPool } from './pool.js';
+import { JobPool } from './pool.js';
 import { ScenarioRun } from './scenario-run.js';
 import { driveServerScenario } from './server-driver.js';
 import { SuiteRun } from './suite-run.js';
@@ -21,23 +21,26 @@ const STARTS_PER_SLOT = 3;
  * verdict is decided (verdict.ts).
  */
 export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise<RunReport> {
-  const { jobs, queue, control, transports } = planJobs(plan, scenarios);
+  const { jobs, queue, residents, control, transports } = planJobs(plan, scenarios);
   const suite = new SuiteRun(plan, indexChecks(scenarios.flatMap((s) => s.checks)), control, queue.length);
   const runs = new Map<Job, ScenarioRun>();
   let findings: Finding[];
   try {
     suite.progress({ kind: 'start', total: queue.length });
-    const work = queue.map((job, index) => () => {
+    const start = (job: Job, index: number) => {
       const run = new ScenarioRun(suite, job, index);
       runs.set(job, run);
       return run.execute(drivesHost(job.scenario) ? driveHostScenario : driveServerScenario);
-    });
+    };
+    // The residents start first and outside the job slots: they wait most of the time, while the others run.
+    const resident = Promise.all(residents.map((job, k) => start(job, queue.length + k)));
     // Once a server has started and said whether it opts in (so a dead or unwilling target costs
     // no wave of starts), start-ups overlap beyond --jobs: a server that takes seconds to start
-    // mostly waits, and acting on servers is what --jobs bounds (SuiteRun.actingSlots). Host runs compute.
-    const pool = new TaskPool(work, plan.jobs);
-    if (!plan.host) suite.onServerKnown = () => pool.widen(plan.jobs * STARTS_PER_SLOT);
-    await pool.run();
+    // mostly waits, and acting on servers is what --jobs bounds. Host runs compute: no overlap.
+    suite.pool = new JobPool(plan.jobs);
+    if (!plan.host) suite.onServerKnown = () => suite.pool?.widen(plan.jobs * STARTS_PER_SLOT);
+    const others = suite.pool.run(queue.map((job, index) => () => start(job, index))).finally(() => suite.othersDone());
+    await Promise.all([others, resident]);
   } finally {
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.

@@ -52,6 +52,12 @@ export class ScenarioRun {
   /** What the server asked through elicitation/create, on any of its connections, and what it was answered (set by the driver). */
   elicitations: ElicitationRecord[] = [];
   private endedAt = Date.now();
+  private scope?: ProcessScope;
+  /** How many of its waits are under way: its acting slot is lent while any is. */
+  private idlers = 0;
+  /** Whether it holds an acting slot (JobPool), and whether it lent it for a wait. */
+  private acting = false;
+  private lent = false;
 
   constructor(
     readonly suite: SuiteRun,
@@ -90,12 +96,66 @@ export class ScenarioRun {
     }
     const blocker = this.blocker();
     if (blocker) this.end = { undecided: blocker };
-    if (!blocker && this.scenario.checks.some((c) => !this.decided(c.id))) await this.runScoped(drive);
+    // A resident decides no check of its own: it runs for the calls it makes.
+    if (!blocker && (this.scenario.resident || this.scenario.checks.some((c) => !this.decided(c.id)))) await this.runScoped(drive);
     else this.publishControl('the control scenario did not run');
     this.endedAt = Date.now();
-    this.suite.done++;
+    // A resident scenario is not one of the jobs the progress line counts.
+    if (!this.scenario.resident) this.suite.done++;
     const { scenario, transport } = this.job;
     this.suite.progress({ kind: 'scenario-end', scenario: scenario.id, transport, done: this.suite.done, total: this.suite.total });
+  }
+
+  /**
+   * Takes an acting slot (JobPool.act) before the scenario acts on its server. The control acts at
+   * once (the others may wait on its facts while they hold their slots), and so does a resident,
+   * which waits most of the time. Time spent waiting for a turn is not the scenario's.
+   */
+  async act(): Promise<void> {
+    const pool = this.scenario.isControl || this.scenario.resident ? undefined : this.suite.pool;
+    if (!pool) return;
+    const waitStarted = Date.now();
+    await pool.act();
+    this.acting = true;
+    const waited = Date.now() - waitStarted;
+    if (waited >= 100) this.postponeDeadline(waited);
+  }
+
+  /** Gives the acting slot back, if it holds one. */
+  rest(): void {
+    if (!this.acting) return;
+    this.acting = false;
+    this.suite.pool?.rest();
+  }
+
+  /**
+   * Waits `ms` (less if the scenario is given up) without holding an acting slot: the slot is lent
+   * while any wait of this job is under way, and taken back before it goes on.
+   */
+  async idle(ms: number): Promise<void> {
+    if (this.idlers++ === 0 && this.acting) {
+      this.rest();
+      this.lent = true;
+    }
+    try {
+      await new Promise<void>((resolve) => {
+        let forget = () => {};
+        const timer = setTimeout(() => {
+          forget();
+          resolve();
+        }, ms);
+        forget =
+          this.scope?.onAbort(() => {
+            clearTimeout(timer);
+            resolve();
+          }) ?? forget;
+      });
+    } finally {
+      if (--this.idlers === 0 && this.lent) {
+        this.lent = false;
+        await this.act();
+      }
+    }
   }
 
   /** Needs known before anything starts (verdict.ts, 1a). */
@@ -131,6 +191,7 @@ export class ScenarioRun {
     suite.scenariosRun++;
     suite.progress({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
     const scope = suite.scope.child();
+    this.scope = scope;
     this.timing = { observersMs: 0, startupMs: 0, runMs: 0 };
     const budgetMs = Math.min(scenario.timeoutMs?.(suite.plan.options, suite.scenarioTimeoutMs) ?? suite.scenarioTimeoutMs, MAX_TIMER_MS);
     let timedOut = false;
@@ -147,7 +208,7 @@ export class ScenarioRun {
       );
     };
     arm();
-    // Time spent waiting for a turn to act (SuiteRun.actingSlots) is not the scenario's.
+    // Time spent waiting for a turn to act (JobPool) is not the scenario's.
     this.postponeDeadline = (ms) => {
       deadline += ms;
       if (!timedOut) arm();

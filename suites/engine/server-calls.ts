@@ -45,6 +45,10 @@ export interface CallSite {
   callTimeoutMs: number;
   /** Told of a call that should have run and was refused after the host declined or cancelled the server's elicitation (verdict.ts). */
   refusedAfterElicitation?: (detail: string) => void;
+  /** When the server was started (epoch ms). */
+  startedAt: number;
+  /** A long-lived server's calls record their time since then (MonitoredCall.atMs), which findings show. */
+  timed?: boolean;
 }
 
 /** The calls a scenario (or one isolated run of it) makes on a connection, each registered with the monitor. */
@@ -61,6 +65,7 @@ export function callSurface(site: CallSite): IsolatedContext {
     observers,
     exec,
     state,
+    serverStartedAt: site.startedAt,
     observe: () => observers.read(),
     codexEntries: (s: unknown = state) => (site.optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
     callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
@@ -100,6 +105,7 @@ async function callMonitored(site: CallSite, tool: string, args: unknown, sandbo
     concurrent: options.concurrent,
     decoy: options.decoy,
     authorityCheck: options.authorityCheck,
+    ...(site.timed ? { atMs: Date.now() - site.startedAt } : {}),
   };
   log.calls.push(call);
   call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs);

@@ -30,16 +30,12 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
   try {
     const connection = await servers.openMain();
     noteServer(run, connection);
-    // The control acts at once: the others may wait on its facts while they hold their slots.
-    const waitStarted = Date.now();
-    const release = run.scenario.isControl ? () => undefined : await run.suite.actingSlots.acquire();
-    const waited = Date.now() - waitStarted;
-    if (waited >= 100) run.postponeDeadline(waited);
+    await run.act();
     const started = Date.now();
     try {
       await runOnServer(run, run.scenario as Scenario, connection, servers);
     } finally {
-      release();
+      run.rest();
     }
     run.timing!.runMs = Date.now() - started;
     run.end.unanswered = servers.firstUnanswered();
@@ -74,18 +70,21 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     const verdict = unmet(check);
     if (verdict) run.decide(check.id, verdict);
   }
-  if (scenario.checks.every((check) => run.decided(check.id))) {
+  if (!scenario.resident && scenario.checks.every((check) => run.decided(check.id))) {
     if (scenario.isControl && connection.transport === 'stdio') run.suite.control.publish({ works: false, detail: 'the exec checks could not run' });
     return;
   }
-  const site: SiteFor = (on, observers, log) => ({
-    scenario: { id: scenario.id, firstCheck: scenario.checks[0]!.id },
+  const site: SiteFor = (on, observers, log, startedAt, timed = Boolean(scenario.resident)) => ({
+    scenario: { id: scenario.id, firstCheck: scenario.checks[0]?.id ?? scenario.resident?.charges[0] ?? '' },
     connection: on,
     observers,
     exec,
     optedIn,
     log,
     callTimeoutMs: plan.options.callTimeoutMs,
+    realCodex: plan.realCodex,
+    startedAt,
+    timed,
     refusedAfterElicitation: (detail) => {
       run.end.refusedAfterElicitation ??= detail;
       if (!run.suite.refusedAfterElicitation.has(run.job.transport)) run.suite.refusedAfterElicitation.set(run.job.transport, detail);
@@ -93,7 +92,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
   });
   let decided: Map<string, Verdict>;
   try {
-    decided = await scenario.run(scenarioContext(run, site(connection, servers.observers!, run.log), servers, site));
+    decided = await scenario.run(scenarioContext(run, site(connection, servers.observers!, run.log, servers.mainStartedAt), servers, site));
   } finally {
     await servers.spares.drain();
   }
@@ -102,7 +101,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
 }
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
-type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog) => CallSite;
+type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, startedAt: number, timed?: boolean) => CallSite;
 
 /** The context a server scenario acts through. */
 function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServers, site: SiteFor): ScenarioContext {
@@ -117,17 +116,19 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),
     progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),
+    idle: (ms) => run.idle(ms),
+    lifetime: suite.lifetime,
     ...callSurface(main),
     lingerAfter: (ms) => {
       run.log.lingerMs = Math.max(run.log.lingerMs, ms);
     },
-    isolated: async (body) => {
+    isolated: async (body, options = {}) => {
       // A fresh server each time, but its startup (most of a short sequence's cost) overlaps the sequence before it.
       const fresh = await servers.spares.take();
       const own = new MonitorLog(fresh.observers);
       let value, error: unknown;
       try {
-        value = await body(callSurface(site(fresh.connection, fresh.observers, own)));
+        value = await body(callSurface(site(fresh.connection, fresh.observers, own, fresh.startedAt, options.timed)));
       } catch (caught) {
         error = caught;
       } finally {

@@ -13,6 +13,8 @@ import { compactTranscript, scenarioTranscript } from './transcripts.js';
 export interface IsolatedServer {
   observers: ScenarioObservers;
   connection: Connection;
+  /** When it was started (epoch ms). */
+  startedAt: number;
   remove(): Promise<void>;
 }
 
@@ -24,6 +26,8 @@ export interface IsolatedServer {
 export class ScenarioServers {
   observers?: ScenarioObservers;
   main?: Connection;
+  /** When the first server was started (epoch ms). */
+  mainStartedAt = Date.now();
   readonly extras: Connection[] = [];
   /** The unanswered calls of the isolated runs' servers (only these lists: their connections are let go run by run). */
   private readonly isolatedUnanswered: (readonly string[])[] = [];
@@ -53,6 +57,7 @@ export class ScenarioServers {
     run.log.observers = this.observers;
     timing.observersMs = Date.now() - run.t0;
     suite.serverStarts++;
+    this.mainStartedAt = Date.now();
     this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     timing.startupMs = Date.now() - run.t0 - timing.observersMs;
     run.serverStarted();
@@ -78,9 +83,10 @@ export class ScenarioServers {
     suite.serverStarts++;
     const remove = () => rm(own, { recursive: true, force: true });
     try {
+      const startedAt = Date.now();
       const connection = this.opened(await suite.connect(this.target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
       this.isolatedUnanswered.push(connection.session.unansweredCalls);
-      return { observers, connection, remove };
+      return { observers, connection, startedAt, remove };
     } catch (error) {
       await remove();
       throw error;

@@ -7,8 +7,9 @@ import { sweepRun, trackTempDir } from '../../harness/process-registry.js';
 import { ProcessScope } from '../../harness/process-scope.js';
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
-import { Slots } from './pool.js';
 import type { Control, Job } from './jobs.js';
+import type { Lifetime } from './model.js';
+import type { JobPool } from './pool.js';
 import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan, type StartFailure } from './plan.js';
 
 export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
@@ -26,8 +27,6 @@ export class SuiteRun {
   readonly scope = new ProcessScope();
   readonly scenarioTimeoutMs: number;
   readonly connect: Connector;
-  /** Scenarios acting on their servers at once (--jobs); more may be starting theirs meanwhile. */
-  readonly actingSlots: Slots;
   serverStarts = 0;
   scenariosRun = 0;
   done = 0;
@@ -51,6 +50,15 @@ export class SuiteRun {
   private readonly works: Promise<unknown>[] = [];
   private readonly forget: (() => void)[];
   private readonly runTimer: NodeJS.Timeout;
+  /** The job slots, once the jobs run: a job that only waits lends its slot (ScenarioRun.idle). */
+  pool?: JobPool;
+  private othersFinished!: () => void;
+  /** What a resident scenario knows of the others: when they are all done, and how far they got. */
+  readonly lifetime: Lifetime = {
+    othersDone: new Promise<void>((resolve) => (this.othersFinished = resolve)),
+    progress: () => (this.total === 0 ? 1 : this.done / this.total),
+    spare: () => this.pool?.spare ?? false,
+  };
 
   constructor(
     readonly plan: RunPlan,
@@ -60,13 +68,17 @@ export class SuiteRun {
   ) {
     this.scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
     this.connect = plan.connect ?? connect;
-    this.actingSlots = new Slots(plan.jobs);
     this.forget = [trackTempDir(this.root)];
     const runTimeoutMs = Math.min(plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS);
     this.runTimer = setTimeout(() => {
       this.runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
       this.scope.abort(this.runExpired);
     }, runTimeoutMs);
+  }
+
+  /** Every scenario but the residents has finished. */
+  othersDone(): void {
+    this.othersFinished();
   }
 
   progress(event: ProgressEvent): void {

@@ -59,6 +59,13 @@ export const EXPLORE_DEFAULTS: ExploreOptions = { runs: 12, seed: 20261201 };
 /** Sequences run at once: fixed (not the run's parallelism), so a seed means the same sequences on every machine. */
 const WORKERS = 2;
 const MAX_STEPS = 10;
+/** A sequence makes at most this many calls (a repeated step makes many). */
+const MAX_CALLS = 40;
+/** How long an idle step waits: up to several seconds; shrinking shortens it to the shortest that still fails. */
+export const IDLE_STEPS_MS = [250, 1000, 2500, 5000] as const;
+/** What each sequence adds to its worker's budget (Budget): idle time and the extra calls of repeated steps. */
+const IDLE_PER_SEQUENCE_MS = 300;
+const REPEATS_PER_SEQUENCE = 4;
 /**
  * Shrinking reruns each candidate on a fresh server: capped by count, not time, so that the
  * sequence a failure shrinks to does not depend on the machine's load.
@@ -130,10 +137,14 @@ const describeAuthority = (a: Authority) =>
   `launcher ${a.launcher}, workspace w${a.workspace}, ${a.policy}, unknown field v${a.variant}, ${a.keys === 'both' ? 'both state keys' : a.keys === 'current' ? 'current state key only' : 'deprecated state key only'}`;
 
 /** One sequence against one server: what the steps did, for judging and for the report. */
-interface Sequence {
+export interface Sequence {
   sub: IsolatedContext;
+  /** The check each kind of call is made for (exploration: its own; the resident server: the rules' checks). */
+  checks: CallChecks;
+  /** Waits without holding a job slot. */
+  idle: (ms: number) => Promise<void>;
   current: Authority;
-  steps: { action: string; calls: { index: number; authority: string }[] }[];
+  steps: { action: string; calls: { index: number; authority: string }[]; atMs?: number; repeated?: boolean }[];
   workspaces: [string, string];
   launchers: { a: string; b: string };
   /** Each state the sequence sent, with the step that first sent it, to say whose state a launch carried. */
@@ -165,7 +176,23 @@ function entriesOf(seq: Sequence, a: Authority, state = stateOf(seq, a)): Sandbo
   return entries;
 }
 
-const CALL_OPTIONS = { check: sequencesHoldContract.id };
+/** The check a call of each kind is made for: findings the monitor does not charge to a rule's check go there. */
+export interface CallChecks {
+  valid: string;
+  refused: string;
+  broken: string;
+  relative: string;
+  notExecutable: string;
+  smuggled: string;
+}
+const EXPLORATION_CHECKS: CallChecks = {
+  valid: sequencesHoldContract.id,
+  refused: sequencesHoldContract.id,
+  broken: sequencesHoldContract.id,
+  relative: sequencesHoldContract.id,
+  notExecutable: sequencesHoldContract.id,
+  smuggled: sequencesHoldContract.id,
+};
 
 function noteState(seq: Sequence, state: Record<string, unknown>, label: string) {
   if (!seq.statesSent.some((s) => isDeepStrictEqual(s.state, state))) seq.statesSent.push({ state, label });
@@ -179,18 +206,37 @@ async function probeCommand(seq: Sequence, shape: number, nonce: string) {
 
 // ---- the commands ----
 
-type Model = { steps: number };
+/**
+ * What a worker may still spend on idle steps and on the extra calls of repeated steps (the default
+ * run's budget); absent while shrinking a failure (bounded by its count of reruns) and when replaying.
+ * A step it cannot afford is skipped (fc.commands records which ran, so a replay skips it too).
+ */
+export interface Budget {
+  idleMs: number;
+  calls: number;
+}
+export type Model = { steps: number; budget?: Budget };
 
-abstract class Step implements fc.AsyncCommand<Model, Sequence> {
-  check(): boolean {
+export abstract class Step implements fc.AsyncCommand<Model, Sequence> {
+  check(_model: Readonly<Model>): boolean {
     return true; // every step is always allowed: the contract holds after any history
   }
-  abstract run(model: Model, seq: Sequence): Promise<void>;
+  /** Runs the step, noting when it began (since the server started) on the steps it records. */
+  async run(model: Model, seq: Sequence): Promise<void> {
+    const atMs = Date.now() - seq.sub.serverStartedAt;
+    const before = seq.steps.length;
+    try {
+      await this.act(model, seq);
+    } finally {
+      for (const step of seq.steps.slice(before)) step.atMs ??= atMs;
+    }
+  }
+  abstract act(model: Model, seq: Sequence): Promise<void>;
   abstract toString(): string;
 }
 
 /** A call with valid authority: the current one, after changing one dimension of it. */
-class Exec extends Step {
+export class Exec extends Step {
   constructor(
     readonly change: Change,
     readonly pick: number,
@@ -200,7 +246,7 @@ class Exec extends Step {
   ) {
     super();
   }
-  async run(model: Model, seq: Sequence): Promise<void> {
+  async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
     seq.current = changed(seq.current, this.change, this.pick);
     const state = stateOf(seq, seq.current);
@@ -213,7 +259,7 @@ class Exec extends Step {
     const smuggled = this.smuggle && seq.smuggling ? await smuggledArguments(seq) : undefined;
     const index = ++seq.callsSent;
     const call = seq.sub.execProbe(entries, {
-      ...CALL_OPTIONS,
+      check: seq.checks.valid,
       nonce,
       command: await probeCommand(seq, this.shape, nonce),
       extraArguments: smuggled?.arguments,
@@ -236,11 +282,11 @@ class Exec extends Step {
 }
 
 /** A call whose authority is missing or malformed in one way: it must run nothing. */
-class Refused extends Step {
+export class Refused extends Step {
   constructor(readonly bad: BadAuthority) {
     super();
   }
-  async run(model: Model, seq: Sequence): Promise<void> {
+  async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
     const sub = seq.sub;
     const entries = entriesOf(seq, seq.current);
@@ -254,8 +300,8 @@ class Refused extends Step {
         break;
       case 'launcher-relative':
         await Promise.all([
-          sub.plantTrap('relative-launcher', { dir: seq.workspaces[seq.current.workspace] }),
-          sub.plantTrap('relative-launcher', { dir: join(seq.workspaces[seq.current.workspace], 'bin') }),
+          sub.plantTrap('relative-launcher', { dir: seq.workspaces[seq.current.workspace] }, seq.checks.relative),
+          sub.plantTrap('relative-launcher', { dir: join(seq.workspaces[seq.current.workspace], 'bin') }, seq.checks.relative),
         ]);
         entries.launcher = { codexExecutable: 'codex' };
         break;
@@ -263,7 +309,7 @@ class Refused extends Step {
         entries.launcher = { codexExecutable: sub.observers.missingLauncherPath() };
         break;
       case 'launcher-not-executable':
-        entries.launcher = { codexExecutable: await sub.plantTrap('not-executable', { executable: false }) };
+        entries.launcher = { codexExecutable: await sub.plantTrap('not-executable', { executable: false }, seq.checks.notExecutable) };
         break;
       case 'launcher-broken':
         entries.launcher = { codexExecutable: await sub.observers.brokenLauncher() };
@@ -283,7 +329,8 @@ class Refused extends Step {
     // Over HTTP every call is one to refuse; keep the launcher away as Codex does.
     if (sub.transport === 'http' && this.bad !== 'launcher-string') entries.launcher = undefined;
     const index = ++seq.callsSent;
-    const call = sub.execProbe(entries, { ...CALL_OPTIONS, expect: sub.transport === 'http' ? 'refuse' : expect });
+    const check = this.bad === 'launcher-broken' ? seq.checks.broken : seq.checks.refused;
+    const call = sub.execProbe(entries, { check, expect: sub.transport === 'http' ? 'refuse' : expect });
     seq.steps.push({
       action: `call with ${this.bad.replace('-', ' ')}`,
       calls: [{ index, authority: `${this.bad.replace('-', ' ')} (otherwise ${describeAuthority(seq.current)})` }],
@@ -296,11 +343,11 @@ class Refused extends Step {
 }
 
 /** Calls in flight at once, each with authority of its own. */
-class Burst extends Step {
+export class Burst extends Step {
   constructor(readonly changes: Change[]) {
     super();
   }
-  async run(model: Model, seq: Sequence): Promise<void> {
+  async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
     const authorities = [seq.current, ...this.changes.map((c, i) => changed(seq.current, c, i))];
     const calls = authorities.map((a, i) => {
@@ -308,7 +355,7 @@ class Burst extends Step {
       noteState(seq, state, `step ${seq.steps.length + 1} call ${i + 1}`);
       const entries = entriesOf(seq, a, state);
       const index = ++seq.callsSent;
-      const pending = seq.sub.execProbe(entries, { ...CALL_OPTIONS, concurrent: true });
+      const pending = seq.sub.execProbe(entries, { check: seq.checks.valid, concurrent: true });
       return { pending, index, authority: describeAuthority(a) };
     });
     seq.steps.push({ action: `${calls.length} calls at once`, calls: calls.map(({ index, authority }) => ({ index, authority })) });
@@ -319,9 +366,67 @@ class Burst extends Step {
   }
 }
 
+/** Nothing for a while: a server's defect may wait for a timer (a worker warming up, a cache expiring). */
+export class Idle extends Step {
+  constructor(readonly ms: number) {
+    super();
+  }
+  override check(model: Readonly<Model>): boolean {
+    return !model.budget || model.budget.idleMs >= this.ms;
+  }
+  async act(model: Model, seq: Sequence): Promise<void> {
+    model.steps++;
+    if (model.budget) model.budget.idleMs -= this.ms;
+    seq.steps.push({ action: `idle for ${seconds(this.ms)}`, calls: [] });
+    await seq.idle(this.ms);
+  }
+  toString(): string {
+    return `Idle(${this.ms} ms)`;
+  }
+}
+
+/** The same call, `count` times in a row after changing one dimension: a defect may wait for a count of calls. */
+export class Repeat extends Step {
+  constructor(
+    readonly change: Change,
+    readonly pick: number,
+    readonly count: number,
+  ) {
+    super();
+  }
+  override check(model: Readonly<Model>): boolean {
+    return !model.budget || model.budget.calls >= this.count;
+  }
+  async act(model: Model, seq: Sequence): Promise<void> {
+    model.steps++;
+    if (model.budget) model.budget.calls -= this.count;
+    seq.current = changed(seq.current, this.change, this.pick);
+    const state = stateOf(seq, seq.current);
+    noteState(seq, state, `step ${seq.steps.length + 1}`);
+    // A sequence makes at most MAX_CALLS calls: a repeat stops there.
+    const count = Math.max(0, Math.min(this.count, MAX_CALLS - seq.callsSent));
+    const step: Sequence['steps'][number] = {
+      action: `exec ${count} times in a row${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}`,
+      calls: [],
+      repeated: true,
+    };
+    seq.steps.push(step);
+    for (let i = 0; i < count; i++) {
+      const index = ++seq.callsSent;
+      step.calls.push({ index, authority: describeAuthority(seq.current) });
+      await seq.sub.execProbe(entriesOf(seq, seq.current, state), { check: seq.checks.valid });
+    }
+  }
+  toString(): string {
+    return `Repeat(${this.change}${this.change === 'keys' || this.change === 'policy' ? `:${this.pick}` : ''}, ${this.count})`;
+  }
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
 /** Opens a session (through the operator's session adapter) under the current authority. */
 class SessionOpen extends Step {
-  async run(model: Model, seq: Sequence): Promise<void> {
+  async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
     const adapter = seq.adapter!;
     const index = ++seq.callsSent;
@@ -333,7 +438,7 @@ class SessionOpen extends Step {
       adapter.open.tool,
       renderArguments(adapter.open.arguments, [seq.sub.observers.sessionShellPath]),
       entriesOf(seq, seq.current, state),
-      { ...CALL_OPTIONS, expect: 'run' },
+      { check: seq.checks.valid, expect: 'run' },
     );
     const id = opened.kind === 'result' && !isRefusal(opened) ? readSessionId(opened.result, adapter.sessionId) : undefined;
     if (id !== undefined) seq.sessions.push({ id, step });
@@ -348,7 +453,7 @@ class SessionSend extends Step {
   constructor(readonly which: number) {
     super();
   }
-  async run(model: Model, seq: Sequence): Promise<void> {
+  async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
     const session = seq.sessions[this.which % Math.max(1, seq.sessions.length)];
     if (!session) {
@@ -367,7 +472,7 @@ class SessionSend extends Step {
       adapter.send.tool,
       typeof args === 'string' ? argv.map(shellQuote).join(' ') : args,
       entriesOf(seq, seq.current, state),
-      { ...CALL_OPTIONS, nonce },
+      { check: seq.checks.valid, nonce },
     );
     if (outcome.kind === 'result' && !isRefusal(outcome)) seq.sessionNonces.push(nonce);
   }
@@ -381,7 +486,7 @@ class Other extends Step {
   constructor(readonly what: 'relist' | 'read-resource') {
     super();
   }
-  async run(model: Model, seq: Sequence): Promise<void> {
+  async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
     const session = seq.sub.session;
     if (this.what === 'relist') {
@@ -404,7 +509,7 @@ class Other extends Step {
 }
 
 async function smuggledArguments(seq: Sequence): Promise<{ arguments: Record<string, unknown>; markers: string[] }> {
-  const trap = await seq.sub.plantTrap('launcher-in-arguments');
+  const trap = await seq.sub.plantTrap('launcher-in-arguments', {}, seq.checks.smuggled);
   const permissive = { ...seq.sub.state, permissionProfile: { type: 'disabled' }, sandboxCwd: pathToFileURL(join(seq.workspaces[0], 'from-arguments')).href };
   return {
     arguments: {
@@ -416,6 +521,30 @@ async function smuggledArguments(seq: Sequence): Promise<{ arguments: Record<str
     },
     markers: [JSON.stringify(permissive.sandboxCwd)],
   };
+}
+
+/** An idle step (shrinking shortens it: constantFrom shrinks toward the shorter waits). */
+export const idleStep = (): fc.Arbitrary<Idle> => fc.constantFrom(...IDLE_STEPS_MS).map((ms) => new Idle(ms));
+/** A repeated call, 2 to 30 times (shrinking lowers the count). */
+const repeatStep = (): fc.Arbitrary<Repeat> =>
+  fc
+    .tuple(fc.constantFrom<Change>('none', 'policy', 'workspace', 'variant', 'launcher'), fc.nat({ max: 2 }), fc.integer({ min: 2, max: 30 }))
+    .map(([change, pick, count]) => new Repeat(change, pick, count));
+
+/** The calls with valid authority and with missing or malformed authority, one at a time: the resident server's and the soak's traffic. */
+export function singleCalls(options: { smuggle: boolean; launcherOverHttp: boolean }): fc.Arbitrary<Step>[] {
+  const change = fc.constantFrom<Change>('none', 'policy', 'workspace', 'variant', 'launcher', 'keys');
+  const exec = fc
+    .tuple(
+      change,
+      fc.nat({ max: 2 }),
+      fc.constantFrom(0, 0, 1, 2, 3, 4, 5, 6, 7, 8),
+      options.smuggle ? fc.boolean() : fc.constant(false),
+      fc.boolean().map((b) => options.launcherOverHttp && b),
+    )
+    .map(([c, k, shape, s, h]): Step => new Exec(c, k, shape, s, h));
+  const refused = fc.constantFrom(...BAD).map((bad): Step => new Refused(bad));
+  return [exec, exec, exec, refused];
 }
 
 /** The commands of a sequence, weighted toward the valid calls whose history matters. */
@@ -437,7 +566,7 @@ function commandArbitrary(ctx: ScenarioContext, replayPath?: string): fc.Arbitra
   const others: ('relist' | 'read-resource')[] = isObject(capabilities) && isObject(capabilities.resources) ? ['relist', 'read-resource'] : ['relist'];
   const other = fc.constantFrom(...others).map((what) => new Other(what));
   return fc.commands(
-    [exec, exec, exec, exec, exec, refused, refused, burst, other, ...sessions],
+    [exec, exec, exec, exec, exec, refused, refused, burst, other, idleStep(), repeatStep(), ...sessions],
     // fc.commands shrinks by what actually ran, so replaying a shrunk sequence needs that record too.
     { maxCommands: MAX_STEPS, ...(replayPath !== undefined ? { replayPath } : {}) },
   );
@@ -454,33 +583,45 @@ async function settleSessions(sub: IsolatedContext, nonces: string[], waitMs = 1
 
 // ---- running and judging one sequence ----
 
-interface SequenceOutcome {
+export interface SequenceOutcome {
   run: IsolatedRun<Sequence>;
   violations: Finding[];
   /** Calls that were allowed to run and did: a sequence of nothing but refusals tests little. */
   executed: number;
 }
 
-async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncCommand<Model, Sequence>>): Promise<SequenceOutcome> {
+/** A sequence on `sub`, before its first step. */
+export async function newSequence(ctx: ScenarioContext, sub: IsolatedContext, checks: CallChecks = EXPLORATION_CHECKS): Promise<Sequence> {
+  return {
+    sub,
+    checks,
+    idle: (ms) => ctx.idle(ms),
+    current: INITIAL,
+    steps: [],
+    workspaces: [sub.observers.workspaceDir, await sub.observers.workspaceVariant('w1')],
+    launchers: { a: sub.observers.launcherPath, b: sub.transport === 'stdio' ? await sub.observers.secondLauncher() : sub.observers.launcherPath },
+    statesSent: [],
+    smuggling: isObject(renderArguments(sub.exec?.arguments, [])),
+    callsSent: 0,
+    adapter: ctx.sessionAdapter,
+    sessions: [],
+    sessionNonces: [],
+  };
+}
+
+async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncCommand<Model, Sequence>>, budget?: Budget): Promise<SequenceOutcome> {
   const run = await ctx.isolated(async (sub) => {
-    const seq: Sequence = {
-      sub,
-      current: INITIAL,
-      steps: [],
-      workspaces: [sub.observers.workspaceDir, await sub.observers.workspaceVariant('w1')],
-      launchers: { a: sub.observers.launcherPath, b: sub.transport === 'stdio' ? await sub.observers.secondLauncher() : sub.observers.launcherPath },
-      statesSent: [],
-      smuggling: isObject(renderArguments(sub.exec?.arguments, [])),
-      callsSent: 0,
-      adapter: ctx.sessionAdapter,
-      sessions: [],
-      sessionNonces: [],
-    };
-    await fc.asyncModelRun(() => ({ model: { steps: 0 }, real: seq }), commands);
+    const seq = await newSequence(ctx, sub);
+    await fc.asyncModelRun(() => ({ model: { steps: 0, budget }, real: seq }), commands);
     // A session runs what it accepted asynchronously: give those commands a moment before the server stops.
     if (seq.sessionNonces.length > 0) await settleSessions(sub, seq.sessionNonces);
     return seq;
   });
+  return judgeSequence(run, sequencesHoldContract);
+}
+
+/** What breaks a sequence: the monitor's MUST findings, and a valid call that reported success while its command never ran (charged to `check`). */
+export function judgeSequence(run: IsolatedRun<Sequence>, check: CheckDef): SequenceOutcome {
   const violations = run.findings.filter(isMust);
   let executed = 0;
   for (const call of run.calls) {
@@ -489,11 +630,11 @@ async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncComm
     if (ran) executed++;
     else if (call.outcome.kind === 'result' && !isRefusal(call.outcome)) {
       violations.push({
-        check: sequencesHoldContract,
+        check,
         scenario: call.scenario,
         transport: call.transport,
         call: call.index,
-        message: `${call.scenario} call #${call.index}: reported success, but its command never ran`,
+        message: `${call.scenario} call #${call.index}${call.atMs === undefined ? '' : ` (sent ${seconds(call.atMs)} after its server started)`}: reported success, but its command never ran`,
         expected: 'the command executed inside a launch of the codexExecutable sent (or the call refused)',
         actual: summarizeOutcome(call.outcome),
       });
@@ -503,24 +644,35 @@ async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncComm
 }
 
 /** A sequence's steps in words: what each call carried, and what ran for it, in which launch under whose state. */
-function storyOf(outcome: SequenceOutcome): CounterexampleStep[] {
+export function storyOf(outcome: SequenceOutcome): CounterexampleStep[] {
   const { run } = outcome;
   const seq = run.value;
   if (!seq) return [];
   const callByIndex = new Map(run.calls.map((c) => [c.index, c]));
-  return seq.steps.map((step, i) => ({
-    n: i + 1,
-    action: step.action,
-    authority: step.calls.map((c) => c.authority),
-    ran: step.calls.flatMap(({ index }) => {
-      const call = callByIndex.get(index);
-      return call ? whatRan(seq, call, run.observations) : [];
-    }),
-    response: step.calls.map(({ index }) => {
-      const outcome = callByIndex.get(index)?.outcome;
-      return `call #${index}: ${outcome ? responseText(outcome) : '(no answer)'}`;
-    }),
-  }));
+  const broken = new Set(outcome.violations.map((v) => v.call));
+  return seq.steps.map((step, i) => {
+    // A repeated call is told once: its first and last calls, and any call that broke the contract.
+    const told = step.repeated ? step.calls.filter((c, k) => k === 0 || k === step.calls.length - 1 || broken.has(c.index)) : step.calls;
+    const authority = step.repeated
+      ? step.calls.length
+        ? [`calls #${step.calls[0]!.index} to #${step.calls.at(-1)!.index}, each: ${step.calls[0]!.authority}`]
+        : []
+      : step.calls.map((c) => c.authority);
+    return {
+      n: i + 1,
+      action: step.action,
+      authority,
+      ran: told.flatMap(({ index }) => {
+        const call = callByIndex.get(index);
+        return call ? whatRan(seq, call, run.observations) : [];
+      }),
+      response: told.map(({ index }) => {
+        const outcome = callByIndex.get(index)?.outcome;
+        return `call #${index}: ${outcome ? responseText(outcome) : '(no answer)'}`;
+      }),
+      ...(step.atMs !== undefined ? { atMs: step.atMs } : {}),
+    };
+  });
 }
 
 function responseText(outcome: RawOutcome): string {
@@ -578,12 +730,14 @@ async function exploreWorker(
   replay?: { path: string; commands?: string },
 ): Promise<void> {
   const seed = result.seed;
+  const budget: Budget = { idleMs: IDLE_PER_SEQUENCE_MS * runs, calls: REPEATS_PER_SEQUENCE * runs };
   const property = fc.asyncProperty(commandArbitrary(ctx, replay?.commands), async (commands) => {
     if (result.infrastructure || (shared.stopped && !result.failure)) return true;
     if (result.failure && result.shrinks >= MAX_SHRINK_RUNS) return true;
     let outcome: SequenceOutcome;
     try {
-      outcome = await runSequence(ctx, commands);
+      // Shrinking and replaying are not held to the budget: the failure's own idle steps and repeats must run.
+      outcome = await runSequence(ctx, commands, result.failure || replay ? undefined : budget);
     } catch (error) {
       result.infrastructure = (error as Error).message;
       shared.stopped = true;

@@ -1,0 +1,213 @@
+import * as fc from 'fast-check';
+import { couldNotRun, fail, notApplicable, pass, type CheckDef, type Finding, type Scenario, type ScenarioContext, type Verdict } from '../engine/model.js';
+import { argumentsNotAuthority, stateFollowsCall } from './authority.js';
+import {
+  Burst,
+  EXPLORE_DEFAULTS,
+  Idle,
+  IDLE_STEPS_MS,
+  judgeSequence,
+  newSequence,
+  singleCalls,
+  storyOf,
+  type CallChecks,
+  type Model,
+  type Sequence,
+  type Step,
+} from './explore.js';
+import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
+
+/**
+ * A server lives for a whole Codex session: minutes to hours, hundreds of calls. Two ways to look
+ * at that: the resident server of every default run (one per transport, started first, called
+ * throughout the run while the other scenarios run, judged and charged like every other call),
+ * and the soak (--soak SECONDS: exploration traffic on one long-lived server per transport).
+ */
+
+// ---- the resident server ----
+
+/** Calls the resident server gets over a run: more than 30, so that a defect that waits for 30 calls shows. */
+export const RESIDENT_CALLS = 36;
+const RESIDENT_SEED = 20261202;
+/** Idle gaps (ms) the resident leaves after some calls, whatever the run's pace: a defect may wait for a timer. */
+const RESIDENT_GAPS = new Map([
+  [2, 1500],
+  [12, 2000],
+  [22, 1500],
+]);
+/** The last calls wait for spare capacity (a free job slot, nothing left to start) or the end of the others. */
+const RESIDENT_TAIL = 4;
+
+/** The rule-level checks its calls are made for: a finding the monitor charges to no rule's role goes to these. */
+const RESIDENT_CHECKS: CallChecks = {
+  valid: stateFollowsCall.id,
+  refused: failsClosedAfterSuccess.id,
+  broken: brokenSandbox.id,
+  relative: 'launcher/relative-path',
+  notExecutable: 'launcher/not-executable',
+  smuggled: argumentsNotAuthority.id,
+};
+
+/** The resident's calls: the same every run (seeded), one at a time, authority changed one dimension at a time, missing and malformed authority. */
+function residentSteps(): Step[] {
+  // No launcher sent over HTTP: trusting one there is HTTP-2's (a SHOULD), not a finding of the rules the resident charges.
+  return fc.sample(fc.oneof(...singleCalls({ smuggle: false, launcherOverHttp: false })), { seed: RESIDENT_SEED, numRuns: RESIDENT_CALLS });
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Paces call `k`: its idle gap first; then, until the others are done, it waits for the run to
+ * have come as far as its share (calls spread over the run), and the last calls for spare capacity.
+ */
+async function paceCall(ctx: ScenarioContext, k: number, othersDone: () => boolean): Promise<void> {
+  const gap = RESIDENT_GAPS.get(k);
+  if (gap !== undefined) await Promise.race([ctx.idle(gap), ctx.lifetime.othersDone]);
+  const paced = RESIDENT_CALLS - RESIDENT_TAIL;
+  const ready = () => othersDone() || (k < paced ? ctx.lifetime.progress() >= (k / paced) * 0.9 : ctx.lifetime.spare() || ctx.lifetime.progress() >= 0.99);
+  while (!ready()) await sleep(50);
+}
+
+async function residentTraffic(ctx: ScenarioContext): Promise<void> {
+  // A server that did not opt in gets no sandbox keys, and without an exec tool there is nothing to call: the fixed checks say so.
+  if (!ctx.exec || !ctx.optedIn) return;
+  let done = false;
+  void ctx.lifetime.othersDone.then(() => (done = true));
+  const seq = await newSequence(ctx, ctx, RESIDENT_CHECKS);
+  const model: Model = { steps: 0 };
+  const steps = residentSteps();
+  for (const [k, step] of steps.entries()) {
+    await paceCall(ctx, k, () => done);
+    await step.run(model, seq);
+    ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
+  }
+  await ctx.lifetime.othersDone;
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+export const residentScenario: Scenario = {
+  id: 'lifetime/resident',
+  title: 'one server for the whole run, called throughout it',
+  checks: [],
+  needs: ['exec', 'opt-in'],
+  transports: ['stdio', 'http'],
+  resident: {
+    charges: [
+      RESIDENT_CHECKS.valid,
+      RESIDENT_CHECKS.refused,
+      RESIDENT_CHECKS.broken,
+      RESIDENT_CHECKS.relative,
+      RESIDENT_CHECKS.notExecutable,
+      RESIDENT_CHECKS.smuggled,
+    ],
+  },
+  // It lasts as long as the run (whose own timeout bounds it).
+  timeoutMs: () => Number.MAX_SAFE_INTEGER,
+  run: async (ctx) => {
+    await residentTraffic(ctx);
+    return new Map();
+  },
+};
+
+// ---- the soak ----
+
+export const soakHoldsContract: CheckDef = {
+  id: 'explore/soak-holds-contract',
+  rule: 'EXEC-1',
+  level: 'MUST',
+  title: 'one long-lived server keeps to the contract for the whole soak',
+  summary:
+    'In Codex a server lives for the whole session: minutes to hours, hundreds of calls. When a soak is asked for, one server per transport receives exploration traffic for that long (authority changed one dimension at a time, missing and malformed authority, every command shape, concurrent bursts, repeated calls, relists) with idle gaps of up to several seconds, and every call must still run only inside a launch of its own codexExecutable under its own state, or nothing. Source: CONTRACT.md §3 EXEC-1, AUTH-2, AUTH-3, LAUNCH-2.',
+  observes:
+    'One fresh server with its own observers; after the soak it is stopped and the sandbox monitor judges every call against every execution, launch and trap invocation recorded, as for the fixed scenarios. The soak fails on any finding of a MUST rule, and on a valid call that reported success while its command never ran; the report names each call with its time since the server started, and the steps before the first violation. Not applicable unless a soak is asked for.',
+  why: 'A defect that waits for a count of calls (a worker recycled after N calls, a fast path after N successes) or for time (a worker that warms up, a cache that expires) never shows in a scenario a few seconds long on a fresh server.',
+  typicalMistake:
+    'A warm worker or a recycled one started under a remembered authority; sandboxing dropped after a number of calls or once something "warmed up".',
+  fix: 'Read the authority from each call, every time; whatever you keep (workers, pools, caches), key it by the exact state JSON and launcher path, and start it under the authority of the call that needs it.',
+  needs: ['exec', 'opt-in'],
+};
+
+/** The soak's traffic: exploration's steps, and idle gaps of up to several seconds. */
+function soakArbitrary(ctx: ScenarioContext): fc.Arbitrary<Step> {
+  const burst = fc
+    .array(fc.constantFrom('policy', 'workspace', 'variant', 'launcher' as const), { minLength: 1, maxLength: 2 })
+    .map((changes): Step => new Burst(changes));
+  const idle = fc.constantFrom(...IDLE_STEPS_MS).map((ms): Step => new Idle(ms));
+  void ctx;
+  return fc.oneof(...singleCalls({ smuggle: true, launcherOverHttp: true }), burst, idle);
+}
+
+async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
+  const seed = ctx.options.explore?.seed ?? EXPLORE_DEFAULTS.seed;
+  const totalMs = seconds * 1000;
+  const run = await ctx.isolated(
+    async (sub) => {
+      const seq: Sequence = await newSequence(ctx, sub, allSoak);
+      const deadline = Date.now() + totalMs;
+      const idleUntilDeadline = seq.idle;
+      // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
+      seq.idle = (ms) => idleUntilDeadline(Math.max(0, Math.min(ms, totalMs / 8, deadline - Date.now())));
+      const model: Model = { steps: 0 };
+      const arbitrary = soakArbitrary(ctx);
+      for (let chunk = 0; Date.now() < deadline; chunk++) {
+        for (const step of fc.sample(arbitrary, { seed: seed + chunk, numRuns: 20 })) {
+          if (Date.now() >= deadline) break;
+          await step.run(model, seq);
+          ctx.progress(`${soakSeconds(Date.now() - sub.serverStartedAt)} of ${seconds} s, ${seq.callsSent} calls`);
+        }
+      }
+      return seq;
+    },
+    { timed: true },
+  );
+  const outcome = judgeSequence(run, soakHoldsContract);
+  const calls = run.calls.length;
+  if (outcome.violations.length > 0) return soakFailure(outcome.violations, storyOf(outcome), calls);
+  if (run.error) return { status: 'error', message: `the soak could not finish after ${calls} calls: ${(run.error as Error).message ?? String(run.error)}` };
+  if (outcome.executed === 0 && ctx.transport === 'stdio')
+    return couldNotRun(`${calls} calls in the soak, but no call with valid authority executed anything, so nothing was judged`);
+  return pass(`${calls} calls over ${seconds} s on one server held the contract; ${outcome.executed} executions judged`);
+}
+
+const soakSeconds = (ms: number) => `${Math.round(ms / 1000)} s`;
+const allSoak: CallChecks = {
+  valid: soakHoldsContract.id,
+  refused: soakHoldsContract.id,
+  broken: soakHoldsContract.id,
+  relative: soakHoldsContract.id,
+  notExecutable: soakHoldsContract.id,
+  smuggled: soakHoldsContract.id,
+};
+
+function soakFailure(violations: Finding[], story: ReturnType<typeof storyOf>, calls: number): Verdict {
+  const first = violations[0]!;
+  const rules = [...new Set(violations.map((v) => `${v.check.rule} (${v.check.id})`))];
+  // The steps up to the first violation's call: the last few, with their times.
+  const upTo = story.findIndex((step) => step.response.some((r) => r.startsWith(`call #${first.call ?? -1}:`)));
+  const before = story.slice(Math.max(0, (upTo < 0 ? story.length : upTo + 1) - 5), upTo < 0 ? story.length : upTo + 1);
+  const steps = before.flatMap((step) => [
+    `  step ${step.n} [${step.atMs !== undefined ? `${(step.atMs / 1000).toFixed(1)} s` : '?'}] ${step.action}`,
+    ...step.authority.map((a) => `      sent: ${a}`),
+    ...step.ran.map((r) => `      ran:  ${r}`),
+  ]);
+  return fail(`after ${calls} calls on one server, the soak broke ${rules.join(', ')}: ${first.message}`, {
+    expected: first.expected,
+    actual: first.actual,
+    diff: [...(first.diff ?? []), ...violations.slice(1, 6).map((v) => `! ${v.message}`), 'the steps before it:', ...steps],
+  });
+}
+
+export const soakScenario: Scenario = {
+  id: 'explore/soak',
+  title: 'exploration traffic on one long-lived server per transport, for as long as the soak lasts',
+  checks: [soakHoldsContract],
+  needs: ['exec', 'opt-in'],
+  transports: ['stdio', 'http'],
+  long: true,
+  timeoutMs: (options, base) => (options.soak ? base + options.soak.seconds * 1000 : base),
+  run: async (ctx) => {
+    const verdict = ctx.options.soak ? await soak(ctx, ctx.options.soak.seconds) : notApplicable('the soak was not asked for', 'soak-off');
+    return new Map([[soakHoldsContract.id, verdict]]);
+  },
+};
