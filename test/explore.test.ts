@@ -43,8 +43,8 @@ describe.concurrent('exploration', () => {
 
   // Defects that wait for time or a count of calls, with small thresholds: an idle step or a repeated call shows them.
   const LIFETIME: Record<string, Record<string, string>> = {
-    // The 4 s: only the 5 s idle step reaches it, with a second's margin either way, also on a loaded machine.
-    'warm-worker-by-launcher': { LIFETIME_WARM_MS: '4000' },
+    // warm-worker-by-launcher is not here: the resident server catches it in every default run
+    // (test/matrix), but exploration's budget seldom draws a 5 s idle step where it matters.
     'sandbox-off-after-calls': { LIFETIME_OFF_AFTER_CALLS: '8' },
     'recycles-under-first-state': { LIFETIME_RECYCLE_AFTER: '4' },
   };

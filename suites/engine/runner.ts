@@ -12,6 +12,9 @@ import { SuiteRun } from './suite-run.js';
 export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport, type StartFailure } from './plan.js';
 export { sandboxOptIn } from './server-driver.js';
 
+/** How long a resident may go on once every other scenario is done. */
+const RESIDENT_GRACE_MS = 2_000;
+
 /** Server start-ups under way per scenario acting at once. */
 const STARTS_PER_SLOT = 3;
 
@@ -32,15 +35,27 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       runs.set(job, run);
       return run.execute(drivesHost(job.scenario) ? driveHostScenario : driveServerScenario);
     };
-    // The residents start first and outside the job slots: they wait most of the time, while the others run.
-    const resident = Promise.all(residents.map((job, k) => start(job, queue.length + k)));
     // Once a server has started and said whether it opts in (so a dead or unwilling target costs
     // no wave of starts), start-ups overlap beyond --jobs: a server that takes seconds to start
     // mostly waits, and acting on servers is what --jobs bounds. Host runs compute: no overlap.
     suite.pool = new JobPool(plan.jobs);
-    if (!plan.host) suite.onServerKnown = () => suite.pool?.widen(plan.jobs * STARTS_PER_SLOT);
+    const serverKnown = new Promise<void>((resolve) => {
+      suite.onServerKnown = () => {
+        if (!plan.host) suite.pool?.widen(plan.jobs * STARTS_PER_SLOT);
+        resolve();
+      };
+    });
     const others = suite.pool.run(queue.map((job, index) => () => start(job, index))).finally(() => suite.othersDone());
-    await Promise.all([others, resident]);
+    // The residents start outside the job slots once the target is known to start (or the others
+    // are done, to report why they did not); once the others are done they get a short grace (their
+    // last few calls, on a server that answers), not more wall time.
+    const residentRuns = Promise.race([serverKnown, suite.lifetime.othersDone]).then(() =>
+      Promise.all(residents.map((job, k) => start(job, queue.length + k))),
+    );
+    void suite.lifetime.othersDone.then(() => {
+      for (const job of residents) runs.get(job)?.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_GRACE_MS));
+    });
+    await Promise.all([others, residentRuns]);
   } finally {
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.

@@ -45,8 +45,8 @@ export class ScenarioRun {
   /** Whether a server (or host) of this job got through startup. */
   startedHere = false;
   timing?: ScenarioTiming;
-  /** Moves the scenario's deadline by `ms` (set while it runs). */
-  postponeDeadline: (ms: number) => void = () => undefined;
+  /** Moves the scenario's deadline (set while it runs). */
+  private moveDeadline: (to: (deadline: number) => number) => void = () => undefined;
   /** Every connection's traffic, in order (set by the driver). */
   transcript: TranscriptEntry[] = [];
   /** What the server asked through elicitation/create, on any of its connections, and what it was answered (set by the driver). */
@@ -118,7 +118,12 @@ export class ScenarioRun {
     await pool.act();
     this.acting = true;
     const waited = Date.now() - waitStarted;
-    if (waited >= 100) this.postponeDeadline(waited);
+    if (waited >= 100) this.moveDeadline((deadline) => deadline + waited);
+  }
+
+  /** Ends its budget at most `ms` from now (a resident once the others are done). */
+  capDeadline(ms: number): void {
+    this.moveDeadline((deadline) => Math.min(deadline, Date.now() + ms));
   }
 
   /** Gives the acting slot back, if it holds one. */
@@ -209,8 +214,8 @@ export class ScenarioRun {
     };
     arm();
     // Time spent waiting for a turn to act (JobPool) is not the scenario's.
-    this.postponeDeadline = (ms) => {
-      deadline += ms;
+    this.moveDeadline = (to) => {
+      deadline = to(deadline);
       if (!timedOut) arm();
     };
     const work = scope.run(() => drive(this, scope));
