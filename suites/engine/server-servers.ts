@@ -27,6 +27,8 @@ export class ScenarioServers {
   /** The unanswered calls of the isolated runs' servers (only these lists: their connections are let go run by run). */
   private readonly isolatedUnanswered: (readonly string[])[] = [];
   private isolatedRuns = 0;
+  /** Whether anything executed on the server of an isolated run (their observers are removed run by run). */
+  isolatedRan = false;
   readonly spares = new SparePool<IsolatedServer>(
     () => this.openIsolated(),
     async (server) => {

@@ -40,7 +40,10 @@ const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (c
   const observations = await ctx.observe();
   const inLaunch = (nonce: string) => probeRunsOf(observations, nonce).some((run) => observations.launches.some((l) => l.id === run.launchId));
   // A command that ran outside a launch is the monitor's finding; here: success with no execution at all.
-  const silent = probes.filter(({ probe }) => probeRunsOf(observations, probe.nonce).length === 0 && !isRefusal(probe.outcome));
+  const none = ({ probe }: (typeof probes)[number]) => probeRunsOf(observations, probe.nonce).length === 0;
+  const silent = probes.filter((p) => none(p) && p.probe.outcome.kind === 'result' && !isRefusal(p.probe.outcome));
+  // No answer and nothing ran: that command was not judged (never a pass).
+  const unanswered = probes.filter((p) => none(p) && p.probe.outcome.kind !== 'result' && p.probe.outcome.kind !== 'error');
   const ran = probes.filter(({ probe }) => inLaunch(probe.nonce));
   if (ran.length === 0) {
     const blocked = await waitForControl(ctx, 'no command of any form ran inside a launch');
@@ -56,6 +59,12 @@ const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (c
         executions: probeRunsOf(observations, probe.nonce).map((r) => r.launchId || '(outside any launch)'),
       })),
     });
+  }
+  if (unanswered.length > 0) {
+    return {
+      status: 'error',
+      message: `${unanswered.length} command${unanswered.length === 1 ? '' : 's'} got no answer and did not run, so ${unanswered.length === 1 ? 'it was' : 'they were'} not judged: ${unanswered.map(({ label, text }) => `${label} ${JSON.stringify(text)}`).join('; ')}`,
+    };
   }
   const refused = probes.filter(({ probe }) => isRefusal(probe.outcome) && !inLaunch(probe.nonce)).map(({ label }) => label);
   return pass(
