@@ -163,7 +163,7 @@ function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[];
     case 'variables':
       return { script: `bin=${q(kit.bin)}; n=${n}; "$bin/git" status "$n" "$HOME" "\${PWD}" $# "\${UNSET_VAR:-fallback}"` };
     case 'argv: many elements':
-      return direct([kit.echo, n, ...Array.from({ length: 60 }, (_, i) => `item-${i}`)]);
+      return direct([kit.echo, n, ...Array.from({ length: 24 }, (_, i) => `k${i}`)]);
     case 'argv: empty elements':
       return direct([kit.echo, '', n, '', 'after empty', '']);
     case 'argv: spaces and newlines':

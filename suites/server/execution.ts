@@ -9,7 +9,7 @@ export const executesInsideLaunch: CheckDef = {
   level: 'MUST',
   title: 'every execution of every command happens inside a launch of the codexExecutable it was sent with',
   summary:
-    'Whatever the command looks like and however long it is (an everyday `git status`, a pipeline, `&&` and `||`, redirections, `$(…)` and backticks, a background job, `bash -lc` and `sh -c` wrappers as Codex\'s own shell tool sends, a multi-line script or a heredoc, a leading `cd` into the workspace, quotes of every kind, non-ASCII text, globs, `$VAR` expansions, argv with many, empty or multi-line elements; from about 100 bytes to about 100 KB), it runs inside `codex sandbox` under the state of its own call: never before, after or beside the sandboxed run, never directly because it looks harmless, short or long. A server may refuse a command it finds too large (an error, nothing run). The sandbox monitor also charges to this check every execution, in any scenario of the run, that happened outside a launch. Source: CONTRACT.md §3 EXEC-1.',
+    "Whatever the command looks like and however long it is (an everyday `git status`, a pipeline, `&&` and `||`, redirections, `$(…)` and backticks, a background job, `bash -lc` and `sh -c` wrappers as Codex's own shell tool sends, a multi-line script or a heredoc, a leading `cd` into the workspace, quotes of every kind, non-ASCII text, globs, `$VAR` expansions, argv with many, empty or multi-line elements; from about 100 bytes to about 100 KB), it runs inside `codex sandbox` under the state of its own call: never before, after or beside the sandboxed run, never directly because it looks harmless, short or long. A server may refuse a command it finds too large (an error, nothing run). The sandbox monitor also charges to this check every execution, in any scenario of the run, that happened outside a launch. Source: CONTRACT.md §3 EXEC-1.",
   observes:
     "One call per command of a representative set of the command grammar (suites/server/commands.ts: every form at about 100 bytes, and sizes of over 1 KB, over 8 KB and about 100 KB), four at a time on one server, with the same authority; an argv tool gets shell forms as `/bin/sh -c <script>` (the wrappers as `bash -lc`/`sh -c`, by bare name), a shell-string tool the script itself. Every command runs the probe under an everyday name (echo, git, cat, ls, pwd, true); each execution of the probe appends its own record carrying the call's nonce and the launch id the fake launcher put in its environment. The scenario fails a call that reported success with nothing executed (a refusal passes); the monitor, after the servers stop, charges here every execution in any scenario of the run that belongs to a call allowed to run but carries no launch id, or one no recorded launch has, and any execution outside a launch that no call asked for, so running a command before, after or beside its launch shows even when the launch itself is correct. Each finding names the command's form and its text (trimmed, control characters escaped).",
   why: 'A command that runs outside the sandbox even once, or only when it looks harmless, is a command the model ran with the full rights of the server.',
@@ -50,15 +50,18 @@ const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (c
     if (blocked) return blocked;
   }
   if (silent.length > 0) {
-    return fail(`${silent.length} command${silent.length === 1 ? '' : 's'} reported success but never executed: ${silent.map(({ label }) => label).join(', ')}`, {
-      expected: 'each command executed inside a launch of the codexExecutable sent (or the call refused)',
-      actual: silent.map(({ label, text, probe }) => ({
-        form: label,
-        command: text,
-        response: summarizeOutcome(probe.outcome),
-        executions: probeRunsOf(observations, probe.nonce).map((r) => r.launchId || '(outside any launch)'),
-      })),
-    });
+    return fail(
+      `${silent.length} command${silent.length === 1 ? '' : 's'} reported success but never executed: ${silent.map(({ label }) => label).join(', ')}`,
+      {
+        expected: 'each command executed inside a launch of the codexExecutable sent (or the call refused)',
+        actual: silent.map(({ label, text, probe }) => ({
+          form: label,
+          command: text,
+          response: summarizeOutcome(probe.outcome),
+          executions: probeRunsOf(observations, probe.nonce).map((r) => r.launchId || '(outside any launch)'),
+        })),
+      },
+    );
   }
   if (unanswered.length > 0) {
     return {

@@ -46,7 +46,7 @@ export const sequencesHoldContract: CheckDef = {
   summary:
     'Stateful, model-based exploration: sequences of calls on one server process, where the authority changes one dimension at a time (policy, workspace, an unknown field, launcher, which state key carries it), calls arrive with no launcher or a malformed one, a state that is absent or not an object, a launcher that cannot set up a sandbox, authority smuggled in the arguments, commands drawn from the whole command grammar (every form at every size, up to about 100 KB), bursts of concurrent calls whose authority differs in policy, workspace, launcher or key form (sent at once or a few milliseconds apart), resource reads and relists. Every call must run only inside a launch of its own codexExecutable under its own state, or run nothing when its authority is missing or bad, whatever came before it. A violation is shrunk to the shortest sequence that still shows it, with the seed and path that replay it. Source: CONTRACT.md §3 EXEC-1, LAUNCH-1..3, FWD-1, FWD-2, AUTH-1, AUTH-2, AUTH-3, HTTP-1.',
   observes:
-    'Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call\'s authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command\'s form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.',
+    "Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call's authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command's form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.",
   why: 'Servers keep state: caches, pools, remembered launchers, counters. Their defects show on the third call, after a failure, or after a change of workspace, where a fixed script of a few calls never looks.',
   typicalMistake:
     'A worker or cache keyed on part of the authority, a launcher remembered "until it changes", or a fast path that kicks in after a few identical calls.',
@@ -315,7 +315,10 @@ class Burst extends Step {
   }
   async run(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
-    const authorities = [seq.current, ...this.changes.map((c, i) => (c === 'keys' ? changed(changed(seq.current, 'keys', i), 'variant', 0) : changed(seq.current, c, i)))];
+    const authorities = [
+      seq.current,
+      ...this.changes.map((c, i) => (c === 'keys' ? changed(changed(seq.current, 'keys', i), 'variant', 0) : changed(seq.current, c, i))),
+    ];
     const calls: { pending: Promise<unknown>; index: number; authority: string }[] = [];
     const step = seq.steps.length + 1;
     seq.steps.push({ action: `${authorities.length} calls at once${this.delayMs ? `, ${this.delayMs} ms apart` : ''}`, calls: [] });
