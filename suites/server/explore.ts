@@ -226,7 +226,7 @@ class Exec extends Step {
       decoy: smuggled ? { check: argumentsNotAuthority.id, markers: smuggled.markers } : undefined,
     });
     seq.steps.push({
-      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${command ? ` (command, ${command.form}: ${JSON.stringify(commandText(command.script, seq.sub.observers.dir))})` : ''}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
+      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${command ? ` (command, ${command.form}: ${JSON.stringify(commandText(command.script.split(nonce).join('<nonce>'), seq.sub.observers.dir))})` : ''}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
       calls: [
         {
           index,
