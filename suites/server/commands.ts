@@ -118,34 +118,38 @@ const sh = (script: string) => ['/bin/sh', '-c', script];
 const byteLength = (text: string) => Buffer.byteLength(text, 'utf8');
 export const argvBytes = (argv: string[]) => argv.reduce((n, a) => n + byteLength(a) + 1, 0);
 
-/** One form at its own size: a script (run by a shell), or an argv (a direct command) with its script spelling. */
+/**
+ * One form at its own size: a script (run by a shell), or an argv (a direct command) with its
+ * script spelling. The probe's exit status is the command's, so a probe that could not run (say, a
+ * failed fork on a crowded machine) reads as a failed command, not as a success that ran nothing.
+ */
 function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[]; script: string } {
   const direct = (argv: string[]) => ({ argv, script: argv.map(q).join(' ') });
   switch (form) {
     case 'simple':
       return direct([kit.git, 'status', '--short', n]);
     case 'pipe':
-      return { script: `${q(kit.git)} log --oneline -n 3 ${n} | head -n 5 | wc -l` };
+      return { script: `printf 'main\\n' | ${q(kit.git)} log --oneline -n 3 ${n}` };
     case 'sequence':
-      return { script: `${q(kit.pwd)} >/dev/null; ${q(kit.git)} diff --stat ${n}; true` };
+      return { script: `${q(kit.pwd)} >/dev/null; ${q(kit.git)} diff --stat ${n}` };
     case 'and':
-      return { script: `true && ${q(kit.ls)} -la ${n} && true` };
+      return { script: `true && ${q(kit.ls)} -la ${n}` };
     case 'or':
-      return { script: `false || ${q(kit.echo)} ${n} fallback || true` };
+      return { script: `false || ${q(kit.echo)} ${n} fallback` };
     case 'redirect':
       return { script: `${q(kit.cat)} ${n} </dev/null 2>&1 >/dev/null; ${q(kit.echo)} ${n} >&2 2>/dev/null` };
     case 'substitution':
-      return { script: `out=$(${q(kit.pwd)} ${n}); printf '%s\\n' "$out"` };
+      return { script: `out=$(${q(kit.pwd)} ${n}) && printf '%s\\n' "$out"` };
     case 'backticks':
-      return { script: `top=\`${q(kit.git)} rev-parse --show-toplevel ${n}\`; printf '%s\\n' "$top"` };
+      return { script: `top=\`${q(kit.git)} rev-parse --show-toplevel ${n}\` && printf '%s\\n' "$top"` };
     case 'background':
-      return { script: `${q(kit.git)} fetch --quiet ${n} & wait` };
+      return { script: `${q(kit.git)} fetch --quiet ${n} & wait $!` };
     case 'bash -lc': {
       const inner = `${q(kit.git)} status --short ${n} && echo done`;
       return { argv: ['bash', '-lc', inner], script: `bash -lc ${q(inner)}` };
     }
     case 'sh -c': {
-      const inner = `${q(kit.ls)} -1 ${n} | sort`;
+      const inner = `printf 'src\\n' | ${q(kit.ls)} -1 ${n}`;
       return { argv: ['sh', '-c', inner], script: `sh -c ${q(inner)}` };
     }
     case 'multi-line':
