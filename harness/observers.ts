@@ -208,6 +208,13 @@ export class ScenarioObservers {
     return dir;
   }
 
+  /** A directory inside the workspace (for commands that `cd` into one), created once. */
+  async workspaceSubdir(name: string): Promise<string> {
+    const dir = join(this.workspaceDir, name);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  }
+
   /** An absolute launcher path where no file exists. */
   missingLauncherPath(): string {
     return join(this.dir, 'missing', 'codex');

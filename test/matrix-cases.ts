@@ -5,6 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { mutants, type Findings } from '../fixtures/servers/mutants.mjs';
 import type { GradedResult, GradedStatus } from '../cli/grade.js';
 import type { RunPlan } from '../suites/engine/runner.js';
+import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import { idsWith, mutantsServer, runAgainst, type PlanVariant } from './helpers.js';
 
 /**
@@ -33,6 +34,11 @@ interface Case {
 const RUN: Record<string, Pick<Case, 'options' | 'variant' | 'only'>> = {
   // Ready 2.5 s after its first call: the resident server's idle gaps put its later calls well past that, on any machine.
   'warm-worker-by-launcher': { variant: { env: { LIFETIME_WARM_MS: '2500' } } },
+  // It runs `bash -lc` outside the launcher, so with the machine's HOME: a login profile there (pyenv's rehash on some
+  // machines) can take a minute. Inside a launch the fake launcher gives commands an empty HOME; here the server gets none.
+  'long-commands-direct': { variant: { env: { HOME: '/nonexistent-home' } } },
+  // A correct server that refuses commands over 64 KB: exploration (which draws them too) must pass it as well.
+  'refuses-over-64k': { options: { explore: { ...EXPLORE_DEFAULTS, runs: 4 } } },
   // Slow only when 4+ instances run at once (the catalog burst): stdio only, one job, so only that burst crowds.
   'slow-when-crowded': {
     only: 'catalog/',

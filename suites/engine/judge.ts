@@ -25,6 +25,20 @@ export function summarizeOutcome(outcome: RawOutcome): unknown {
   }
 }
 
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+
+/**
+ * A command as a report shows it: control and invisible characters escaped (a newline is "\n"),
+ * the scenario's directory shortened to "<tmp>", cut to `max` characters with its size in bytes.
+ */
+export function commandText(text: string, dir?: string, max = 120): string {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  let shown = dir ? text.split(dir).join('<tmp>') : text;
+  shown = shown.replace(UNSAFE, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  const chars = [...shown];
+  return chars.length > max ? `${chars.slice(0, max).join('')}… (${bytes} bytes)` : shown;
+}
+
 /** True when an argv mentions the nonce, also inside a shell string that wraps the command. */
 export const carriesNonce = (argv: string[], nonce: string): boolean => argv.some((arg) => arg.includes(nonce));
 

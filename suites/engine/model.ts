@@ -31,6 +31,8 @@ export interface MonitoredCall {
   tool: string;
   /** For an argv tool: the argv asked for, which must follow `--` exactly when launched directly. */
   argv?: string[];
+  /** The command asked for, as findings show it: its form in the command grammar and its text (trimmed, neutralised). */
+  command?: { form: string; text: string };
   sent: SandboxEntries;
   authority: Authority;
   expect: Expectation;
@@ -396,6 +398,8 @@ export interface CallOptions {
   nonce?: string;
   /** The argv of an argv tool, which must follow `--` exactly when it is launched directly. */
   argv?: string[];
+  /** The command as findings show it (MonitoredCall.command). */
+  command?: MonitoredCall['command'];
   /** 'attempt': the launcher is expected to fail; the command must never execute. */
   expect?: Expectation;
   concurrent?: boolean;
@@ -403,11 +407,14 @@ export interface CallOptions {
   authorityCheck?: string;
 }
 
-export interface ProbeOptions extends Omit<CallOptions, 'argv'> {
+export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
   /** Extra tool arguments (AUTH-1 smuggles authority in them). */
   extraArguments?: Record<string, unknown>;
-  /** The command: an argv (for a shell-string tool it is shell-quoted), or a script for a shell-string tool. Default: the probe. */
-  command?: { argv: string[]; script?: string };
+  /**
+   * The command: an argv (for a shell-string tool it is shell-quoted), or a script for a
+   * shell-string tool, and its form in the command grammar (suites/server/commands.ts). Default: the probe.
+   */
+  command?: { argv: string[]; script?: string; form?: string };
 }
 
 export interface ExecProbe {

@@ -66,8 +66,10 @@ const describeAuthority = (call: MonitoredCall) =>
     ? { codexExecutable: call.authority.codexExecutable, state: call.authority.state }
     : { authority: `none: ${call.authority.why}` };
 
+/** A call as findings name it: its scenario and number, when it was sent on a long-lived server, and the command it asked for (form and text). */
 const callLabel = (call: MonitoredCall) =>
-  `${call.scenario} call #${call.index}${call.atMs === undefined ? '' : ` (sent ${(call.atMs / 1000).toFixed(1)} s after its server started)`}`;
+  `${call.scenario} call #${call.index}${call.atMs === undefined ? '' : ` (sent ${(call.atMs / 1000).toFixed(1)} s after its server started)`}` +
+  `${call.command ? ` (command, ${call.command.form}: ${JSON.stringify(call.command.text)})` : ''}`;
 
 const runAccount = (run: ProbeRun) => ({ ranUnder: run.launchId || '(no launch: outside the sandbox)', pid: run.pid, invokedAs: run.invoked, cwd: run.cwd });
 
@@ -232,13 +234,15 @@ export function monitor(input: MonitorInput): Finding[] {
     if (parsed.stateArguments.length !== 1) return; // FWD-1's finding already: no single state to compare
     // Whose authority did this launch carry? Another call's means reuse (AUTH-2) or a mix-up (AUTH-3).
     const others = calls.filter((c) => c !== call && c.authority.kind === 'valid' && c.expect !== 'refuse');
-    const owner = others.find((c) => exeOf(c) === launch.launcher && isDeepStrictEqual(stateOf(c), forwarded));
+    const owners = others.filter((c) => exeOf(c) === launch.launcher && isDeepStrictEqual(stateOf(c), forwarded));
+    // A call in flight at the same time first (AUTH-3), else an earlier one (AUTH-2).
+    const owner = (call.concurrent ? owners.find((c) => c.concurrent) : undefined) ?? owners[0];
     if (owner) {
       const concurrent = call.concurrent && owner.concurrent;
       charge(call, call.authorityCheck ?? role(concurrent ? 'concurrent-authority' : 'stale-authority', call), {
-        message: `${callLabel(call)}: ran under the authority of ${callLabel(owner)}${concurrent ? ', sent at the same time' : ''}, not its own`,
-        expected: describeAuthority(call),
-        actual,
+        message: `${callLabel(call)}: ran under the authority of ${callLabel(owner)}${concurrent ? ', another call in flight at the same time' : ''}, not its own`,
+        expected: { call: `${call.scenario} call #${call.index}`, ...describeAuthority(call) },
+        actual: { ...actual, ranUnderAuthorityOf: { call: `${owner.scenario} call #${owner.index}`, ...describeAuthority(owner) } },
         diff: stateOf(call) && isObject(forwarded) ? structuralDiff(stateOf(call), forwarded) : undefined,
       });
       return;

@@ -3,11 +3,12 @@ import { codexSandboxEntries, codexState, type SandboxEntries } from '../../harn
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { renderCommand, usesShellString, type ExecAdapter } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
-import type { ScenarioObservers } from '../../harness/observers.js';
+import { shellQuote, type ScenarioObservers } from '../../harness/observers.js';
 import type { Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import type { CallOptions, Finding, IsolatedContext, MonitoredCall } from './model.js';
 import { authorityOf, monitor } from './monitor.js';
+import { commandText } from './judge.js';
 
 /** What one server of a scenario was asked to do, for the sandbox monitor: its calls, its traps, what it found. */
 export class MonitorLog {
@@ -82,7 +83,9 @@ export function callSurface(site: CallSite): IsolatedContext {
       const shellString = usesShellString(exec.arguments);
       const rendered = renderCommand(exec.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
       const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
-      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command });
+      const script = shellString ? (options.command?.script ?? command.map(shellQuote).join(' ')) : undefined;
+      const shown = { form: options.command?.form ?? 'simple', text: commandText(script ?? command.map(shellQuote).join(' '), observers.dir) };
+      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command, command: shown });
       return { nonce, command, arguments: args, outcome };
     },
   };
@@ -99,6 +102,7 @@ async function callMonitored(site: CallSite, tool: string, args: unknown, sandbo
     nonce: options.nonce,
     tool,
     argv: options.argv,
+    command: options.command,
     sent: sandbox,
     authority,
     expect: options.expect ?? (authority.kind === 'valid' ? 'run' : 'refuse'),

@@ -39,7 +39,7 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
     }
     run.timing!.runMs = Date.now() - started;
     run.end.unanswered = servers.firstUnanswered();
-    if (run.end.unanswered) run.end.nothingRan = !anythingRan(await servers.observers!.read());
+    if (run.end.unanswered) run.end.nothingRan = !servers.isolatedRan && !anythingRan(await servers.observers!.read());
   } finally {
     servers.release();
   }
@@ -135,6 +135,8 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
         await fresh.connection.close().catch(() => undefined);
       }
       const observations = await fresh.observers.read();
+      // Its observers go with it: what the job end needs to know (did anything run at all) is kept here.
+      if (anythingRan(observations)) servers.isolatedRan = true;
       const findings = monitor({
         calls: own.calls,
         observations,

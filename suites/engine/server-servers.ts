@@ -34,6 +34,8 @@ export class ScenarioServers {
   private isolatedRuns = 0;
   /** Every session of every server of the scenario (isolated runs' too): their elicitations go to the record. */
   private readonly sessions: CodexSession[] = [];
+  /** Whether anything executed on the server of an isolated run (their observers are removed run by run). */
+  isolatedRan = false;
   readonly spares = new SparePool<IsolatedServer>(
     () => this.openIsolated(),
     async (server) => {

@@ -75,12 +75,12 @@ export const stateFollowsCall: CheckDef = {
 export const concurrentSameWorkspace: CheckDef = {
   id: 'authority/concurrent-same-workspace',
   rule: 'AUTH-3',
-  level: 'SHOULD',
+  level: 'MUST',
   title: 'concurrent calls that share a workspace each launch with their own state',
   summary:
-    "Calls in flight at the same time, for the same workspace but with different policies, never see each other's state: each launch carries the whole state of its own call (told apart by content, not by the workspace path). Source: CONTRACT.md §3 AUTH-3.",
+    "Calls in flight at the same time, for the same workspace but with different policies, never see each other's state: each launch carries the whole state of its own call (told apart by content, not by the workspace path). Source: CONTRACT.md §3 AUTH-3 (MUST).",
   observes:
-    "Four calls sent at once share the workspace and differ only in network (restricted or enabled) and a conformanceCall field; the scenario only requires that at least one launched. The monitor matches each launch to the calls by whole-state deep equality, not by sandboxCwd, and charges here any launch of one call that carries another's state; any other difference is FWD-2's.",
+    "Four calls sent at once share the workspace and differ only in network (restricted or enabled) and a conformanceCall field; the scenario only requires that at least one launched. The monitor matches each launch to the calls by whole-state deep equality, not by sandboxCwd, and charges here any launch of one call that carries another's state, showing both calls and the authority each sent; any other difference is FWD-2's.",
   why: 'A per-workspace "current state" mixes up two turns that work in the same directory.',
   typicalMistake: 'Keeping the latest state per workspace (or per session) in a map that concurrent calls overwrite.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',
@@ -90,12 +90,12 @@ export const concurrentSameWorkspace: CheckDef = {
 export const concurrentCalls: CheckDef = {
   id: 'authority/concurrent-calls-isolated',
   rule: 'AUTH-3',
-  level: 'SHOULD',
+  level: 'MUST',
   title: 'concurrent calls with different states each launch with their own',
   summary:
-    "Calls in flight at the same time never see each other's state: each launch carries the state of the call that asked for it. Source: CONTRACT.md §3 AUTH-3.",
+    "Calls in flight at the same time never see each other's state or launcher: each launch carries the authority of the call that asked for it. A command that ran under another in-flight call's authority fails the run, in this scenario, in any other, and in exploration's bursts alike: a read-only call that runs under a concurrent call's permissive state is a sandbox escape. Source: CONTRACT.md §3 AUTH-3 (MUST).",
   observes:
-    "Four calls sent at once, each with a state of its own sandboxCwd, are registered as concurrent; the scenario only requires that at least one launched. The monitor charges here any launch of one of them that carries another's exact state and executable (any other difference is FWD-2's), so a mix-up cannot hide behind the scenario's pass.",
+    "Four calls sent at once, each with a state of its own sandboxCwd, are registered as concurrent; the scenario only requires that at least one launched. The monitor charges here any launch of one of them that carries another's exact state and executable (any other difference is FWD-2's), and any such launch of concurrent calls in any other scenario of the run, so a mix-up cannot hide behind the scenario's pass; the finding shows both calls and the authority each sent. Exploration's bursts (calls differing in policy, workspace, launcher or key form, sent at once or a few milliseconds apart) fail explore/sequences-hold-contract the same way.",
   why: 'Codex can run several tool calls at once; a shared "current state" lets one call run under another\'s policy.',
   typicalMistake: 'Keeping the latest state in a global or per-connection variable.',
   fix: 'Pass the state from the request handler down to the spawn, with no shared mutable state.',

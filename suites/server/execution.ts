@@ -1,7 +1,7 @@
 import { isRefusal } from '../../harness/codex-session.js';
-import { shellQuote } from '../../harness/observers.js';
-import { probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
-import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, type ProbeOptions, type ScenarioContext } from '../engine/model.js';
+import { commandText, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe } from '../engine/model.js';
+import { commandKit, formLabel, generate, REPRESENTATIVE } from './commands.js';
 
 export const executesInsideLaunch: CheckDef = {
   id: 'execution/inside-launch',
@@ -9,9 +9,9 @@ export const executesInsideLaunch: CheckDef = {
   level: 'MUST',
   title: 'every execution of every command happens inside a launch of the codexExecutable it was sent with',
   summary:
-    'Whatever the command looks like (an everyday `echo`, `git status`, a shell line that starts with `true &&`), it runs inside `codex sandbox` under the state of its own call: never before, after or beside the sandboxed run, never directly because it looks harmless. This check sends commands of several shapes; the sandbox monitor also charges to it every execution, in any scenario of the run, that happened outside a launch. Source: CONTRACT.md §3 EXEC-1.',
+    "Whatever the command looks like and however long it is (an everyday `git status`, a pipeline, `&&` and `||`, redirections, `$(…)` and backticks, a background job, `bash -lc` and `sh -c` wrappers as Codex's own shell tool sends, a multi-line script or a heredoc, a leading `cd` into the workspace, quotes of every kind, non-ASCII text, globs, `$VAR` expansions, argv with many, empty or multi-line elements; from about 100 bytes to about 100 KB), it runs inside `codex sandbox` under the state of its own call: never before, after or beside the sandboxed run, never directly because it looks harmless, short or long. A server may refuse a command it finds too large (an error, nothing run). The sandbox monitor also charges to this check every execution, in any scenario of the run, that happened outside a launch. Source: CONTRACT.md §3 EXEC-1.",
   observes:
-    "Eight calls on one server, one per command shape (echo, git status, cat, ls -la, pwd, true, sh -c, git then the command), run by the probe installed under everyday names or as a shell line; each execution of the probe appends its own record carrying the call's nonce and the launch id the fake launcher put in its environment. The scenario fails a call that reported success with nothing executed; the monitor, after the servers stop, charges here every execution in any scenario of the run that belongs to a call allowed to run but carries no launch id, or one no recorded launch has, and any execution outside a launch that no call asked for, so running a command before, after or beside its launch shows even when the launch itself is correct.",
+    "One call per command of a representative set of the command grammar (suites/server/commands.ts: every form at about 100 bytes, and sizes of over 1 KB, over 8 KB and about 100 KB), four at a time on one server, with the same authority; an argv tool gets shell forms as `/bin/sh -c <script>` (the wrappers as `bash -lc`/`sh -c`, by bare name), a shell-string tool the script itself. Every command runs the probe under an everyday name (echo, git, cat, ls, pwd, true); each execution of the probe appends its own record carrying the call's nonce and the launch id the fake launcher put in its environment. The scenario fails a call that reported success with nothing executed (a refusal passes); the monitor, after the servers stop, charges here every execution in any scenario of the run that belongs to a call allowed to run but carries no launch id, or one no recorded launch has, and any execution outside a launch that no call asked for, so running a command before, after or beside its launch shows even when the launch itself is correct. Each finding names the command's form and its text (trimmed, control characters escaped).",
   why: 'A command that runs outside the sandbox even once, or only when it looks harmless, is a command the model ran with the full rights of the server.',
   typicalMistake: 'Running "read-only" commands directly for speed, or running the command once unsandboxed to "check" it before the real launch.',
   fix: 'Route every execution through `<codexExecutable> sandbox --sandbox-state-json <state> -- …`, with no allow-list of commands that skip it.',
@@ -19,57 +19,60 @@ export const executesInsideLaunch: CheckDef = {
   monitors: 'exec',
 };
 
-/** The command shapes: an everyday name or a shell line that begins with an everyday command, then the probe. */
-export async function commandShapes(
-  ctx: Pick<ScenarioContext, 'observers'>,
-): Promise<{ label: string; command: (nonce: string) => NonNullable<ProbeOptions['command']> }[]> {
-  const o = ctx.observers;
-  const [echo, git, cat, ls, pwd, yes] = await Promise.all((['echo', 'git', 'cat', 'ls', 'pwd', 'true'] as const).map((name) => o.everydayProbe(name)));
-  const probe = shellQuote(o.probePath);
-  const q = (path: string) => shellQuote(path);
-  return [
-    { label: 'echo <text>', command: (n) => ({ argv: [echo!, n, 'two words'], script: `${q(echo!)} ${n} 'two words'` }) },
-    { label: 'git status', command: (n) => ({ argv: [git!, 'status', '--short', n], script: `${q(git!)} status --short ${n}` }) },
-    { label: 'cat <file>', command: (n) => ({ argv: [cat!, n], script: `cat /dev/null; ${probe} ${n}` }) },
-    { label: 'ls -la', command: (n) => ({ argv: [ls!, '-la', n], script: `ls >/dev/null 2>&1; ${q(ls!)} -la ${n}` }) },
-    { label: 'pwd', command: (n) => ({ argv: [pwd!, n], script: `pwd >/dev/null && ${probe} ${n}` }) },
-    { label: 'true', command: (n) => ({ argv: [yes!, n], script: `true && ${probe} ${n}` }) },
-    { label: 'sh -c "echo …; <command>"', command: (n) => ({ argv: ['/bin/sh', '-c', `echo ready; ${probe} ${n}`], script: `echo ready && ${probe} ${n}` }) },
-    {
-      label: 'git then the command',
-      command: (n) => ({ argv: ['/bin/sh', '-c', `git --version >/dev/null 2>&1; ${probe} ${n}`], script: `git --version >/dev/null 2>&1; ${probe} ${n}` }),
-    },
-  ];
-}
+/** Calls in flight at once in this scenario (same authority): the grammar's commands cost about what the old eight shapes did. */
+const IN_FLIGHT = 4;
 
-/** Every shape, one call each, on one server: each must execute inside a launch (the monitor judges where). */
+/** The representative set of the command grammar, one call each, on one server: each must execute inside a launch (the monitor judges where). */
 const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (ctx) => {
-  const probes: { label: string; probe: ExecProbe }[] = [];
-  for (const shape of await commandShapes(ctx)) {
-    const nonce = ctx.observers.newNonce();
-    probes.push({ label: shape.label, probe: await ctx.execProbe(ctx.codexEntries(), { nonce, command: shape.command(nonce) }) });
-  }
+  const kit = await commandKit(ctx.observers);
+  const probes: { label: string; text: string; probe: ExecProbe }[] = [];
+  const queue = [...REPRESENTATIVE];
+  const worker = async () => {
+    for (let entry = queue.shift(); entry; entry = queue.shift()) {
+      const nonce = ctx.observers.newNonce();
+      const command = generate(kit, entry, nonce);
+      const label = formLabel(entry);
+      const probe = await ctx.execProbe(ctx.codexEntries(), { nonce, command: { argv: command.argv, script: command.script, form: label } });
+      probes.push({ label, text: commandText(command.script, ctx.observers.dir), probe });
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   const observations = await ctx.observe();
   const inLaunch = (nonce: string) => probeRunsOf(observations, nonce).some((run) => observations.launches.some((l) => l.id === run.launchId));
   // A command that ran outside a launch is the monitor's finding; here: success with no execution at all.
-  const silent = probes.filter(({ probe }) => probeRunsOf(observations, probe.nonce).length === 0 && !isRefusal(probe.outcome));
+  const none = ({ probe }: (typeof probes)[number]) => probeRunsOf(observations, probe.nonce).length === 0;
+  const silent = probes.filter((p) => none(p) && p.probe.outcome.kind === 'result' && !isRefusal(p.probe.outcome));
+  // No answer and nothing ran: that command was not judged (never a pass).
+  const unanswered = probes.filter((p) => none(p) && p.probe.outcome.kind !== 'result' && p.probe.outcome.kind !== 'error');
   const ran = probes.filter(({ probe }) => inLaunch(probe.nonce));
   if (ran.length === 0) {
-    const blocked = await waitForControl(ctx, 'no command of any shape ran inside a launch');
+    const blocked = await waitForControl(ctx, 'no command of any form ran inside a launch');
     if (blocked) return blocked;
   }
   if (silent.length > 0) {
-    return fail(`${silent.length} command shape${silent.length === 1 ? '' : 's'} reported success but never executed`, {
-      expected: 'each command executed inside a launch of the codexExecutable sent (or the call refused)',
-      actual: silent.map(({ label, probe }) => ({
-        shape: label,
-        response: summarizeOutcome(probe.outcome),
-        executions: probeRunsOf(observations, probe.nonce).map((r) => r.launchId || '(outside any launch)'),
-      })),
-    });
+    return fail(
+      `${silent.length} command${silent.length === 1 ? '' : 's'} reported success but never executed: ${silent.map(({ label }) => label).join(', ')}`,
+      {
+        expected: 'each command executed inside a launch of the codexExecutable sent (or the call refused)',
+        actual: silent.map(({ label, text, probe }) => ({
+          form: label,
+          command: text,
+          response: summarizeOutcome(probe.outcome),
+          executions: probeRunsOf(observations, probe.nonce).map((r) => r.launchId || '(outside any launch)'),
+        })),
+      },
+    );
+  }
+  if (unanswered.length > 0) {
+    return {
+      status: 'error',
+      message: `${unanswered.length} command${unanswered.length === 1 ? '' : 's'} got no answer and did not run, so ${unanswered.length === 1 ? 'it was' : 'they were'} not judged: ${unanswered.map(({ label, text }) => `${label} ${JSON.stringify(text)}`).join('; ')}`,
+    };
   }
   const refused = probes.filter(({ probe }) => isRefusal(probe.outcome) && !inLaunch(probe.nonce)).map(({ label }) => label);
-  return pass(refused.length ? `the server refused these shapes: ${refused.join(', ')}` : undefined);
+  return pass(
+    `${probes.length - refused.length} of ${probes.length} commands ran inside a launch${refused.length ? `; the server refused: ${refused.join('; ')}` : ''}`,
+  );
 });
 
 export const executionScenarios = [commandShapesScenario];

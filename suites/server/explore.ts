@@ -8,8 +8,8 @@ import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex
 import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority } from './authority.js';
-import { commandShapes } from './execution.js';
-import { carriesNonce, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
+import { carriesNonce, commandText, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -44,9 +44,9 @@ export const sequencesHoldContract: CheckDef = {
   level: 'MUST',
   title: 'random call sequences on one server process keep to the contract at every step',
   summary:
-    'Stateful, model-based exploration: sequences of calls on one server process, where the authority changes one dimension at a time (policy, workspace, an unknown field, launcher, which state key carries it), calls arrive with no launcher or a malformed one, a state that is absent or not an object, a launcher that cannot set up a sandbox, authority smuggled in the arguments, commands of every shape, bursts of concurrent calls, resource reads and relists. Every call must run only inside a launch of its own codexExecutable under its own state, or run nothing when its authority is missing or bad, whatever came before it. A violation is shrunk to the shortest sequence that still shows it, with the seed and path that replay it. Source: CONTRACT.md §3 EXEC-1, LAUNCH-1..3, FWD-1, FWD-2, AUTH-1, AUTH-2, HTTP-1.',
+    'Stateful, model-based exploration: sequences of calls on one server process, where the authority changes one dimension at a time (policy, workspace, an unknown field, launcher, which state key carries it), calls arrive with no launcher or a malformed one, a state that is absent or not an object, a launcher that cannot set up a sandbox, authority smuggled in the arguments, commands drawn from the whole command grammar (every form at every size, up to about 100 KB), bursts of concurrent calls whose authority differs in policy, workspace, launcher or key form (sent at once or a few milliseconds apart), resource reads and relists. Every call must run only inside a launch of its own codexExecutable under its own state, or run nothing when its authority is missing or bad, whatever came before it. A violation is shrunk to the shortest sequence that still shows it, with the seed and path that replay it. Source: CONTRACT.md §3 EXEC-1, LAUNCH-1..3, FWD-1, FWD-2, AUTH-1, AUTH-2, AUTH-3, HTTP-1.',
   observes:
-    'Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule (findings of SHOULD rules, such as key order or concurrent mix-ups, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.',
+    "Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call's authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command's form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.",
   why: 'Servers keep state: caches, pools, remembered launchers, counters. Their defects show on the third call, after a failure, or after a change of workspace, where a fixed script of a few calls never looks.',
   typicalMistake:
     'A worker or cache keyed on part of the authority, a launcher remembered "until it changes", or a fast path that kicks in after a few identical calls.',
@@ -158,6 +158,8 @@ export interface Sequence {
   /** Nonces sent to sessions that accepted them: their commands may run a moment later. */
   sessionNonces: string[];
   resourceUri?: string | null;
+  /** The everyday names the grammar's commands run under (made once per sequence). */
+  kit?: Promise<CommandKit>;
 }
 
 /** The state Codex would send for the authority's policy and workspace (canaries included). */
@@ -198,10 +200,13 @@ function noteState(seq: Sequence, state: Record<string, unknown>, label: string)
   if (!seq.statesSent.some((s) => isDeepStrictEqual(s.state, state))) seq.statesSent.push({ state, label });
 }
 
+/** Shape 0 is the plain probe; shape k is the command grammar's entry k - 1 (a form at a size). */
 async function probeCommand(seq: Sequence, shape: number, nonce: string) {
   if (shape === 0) return undefined;
-  const shapes = await commandShapes(seq.sub);
-  return shapes[(shape - 1) % shapes.length]!.command(nonce);
+  seq.kit ??= commandKit(seq.sub.observers);
+  const entry = GRAMMAR[(shape - 1) % GRAMMAR.length]!;
+  const command = generate(await seq.kit, entry, nonce);
+  return { argv: command.argv, script: command.script, form: formLabel(entry) };
 }
 
 // ---- the commands ----
@@ -258,15 +263,16 @@ export class Exec extends Step {
     const nonce = seq.sub.observers.newNonce();
     const smuggled = this.smuggle && seq.smuggling ? await smuggledArguments(seq) : undefined;
     const index = ++seq.callsSent;
+    const command = await probeCommand(seq, this.shape, nonce);
     const call = seq.sub.execProbe(entries, {
       check: seq.checks.valid,
       nonce,
-      command: await probeCommand(seq, this.shape, nonce),
+      command,
       extraArguments: smuggled?.arguments,
       decoy: smuggled ? { check: argumentsNotAuthority.id, markers: smuggled.markers } : undefined,
     });
     seq.steps.push({
-      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${this.shape ? ` (command shape ${this.shape})` : ''}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
+      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${command ? ` (command, ${command.form}: ${JSON.stringify(commandText(command.script.split(nonce).join('<nonce>'), seq.sub.observers.dir))})` : ''}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
       calls: [
         {
           index,
@@ -342,27 +348,41 @@ export class Refused extends Step {
   }
 }
 
-/** Calls in flight at once, each with authority of its own. */
+/**
+ * Calls in flight at once, each with authority of its own: the current one, then one per change
+ * (a change of key form comes with a change of an unknown field, so that the authority differs),
+ * sent at once or `delayMs` apart.
+ */
 export class Burst extends Step {
-  constructor(readonly changes: Change[]) {
+  constructor(
+    readonly changes: Change[],
+    readonly delayMs = 0,
+  ) {
     super();
   }
   async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
-    const authorities = [seq.current, ...this.changes.map((c, i) => changed(seq.current, c, i))];
-    const calls = authorities.map((a, i) => {
+    const authorities = [
+      seq.current,
+      ...this.changes.map((c, i) => (c === 'keys' ? changed(changed(seq.current, 'keys', i), 'variant', 0) : changed(seq.current, c, i))),
+    ];
+    const calls: { pending: Promise<unknown>; index: number; authority: string }[] = [];
+    const step = seq.steps.length + 1;
+    seq.steps.push({ action: `${authorities.length} calls at once${this.delayMs ? `, ${this.delayMs} ms apart` : ''}`, calls: [] });
+    for (const [i, a] of authorities.entries()) {
+      if (i > 0 && this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
       const state = stateOf(seq, a);
-      noteState(seq, state, `step ${seq.steps.length + 1} call ${i + 1}`);
+      noteState(seq, state, `step ${step} call ${i + 1}`);
       const entries = entriesOf(seq, a, state);
       const index = ++seq.callsSent;
       const pending = seq.sub.execProbe(entries, { check: seq.checks.valid, concurrent: true });
-      return { pending, index, authority: describeAuthority(a) };
-    });
-    seq.steps.push({ action: `${calls.length} calls at once`, calls: calls.map(({ index, authority }) => ({ index, authority })) });
+      calls.push({ pending, index, authority: describeAuthority(a) });
+      seq.steps[step - 1]!.calls.push({ index, authority: describeAuthority(a) });
+    }
     await Promise.all(calls.map((c) => c.pending));
   }
   toString(): string {
-    return `Burst(${this.changes.join(', ')})`;
+    return `Burst(${this.changes.join(', ')}${this.delayMs ? `, ${this.delayMs} ms apart` : ''})`;
   }
 }
 
@@ -553,12 +573,22 @@ function commandArbitrary(ctx: ScenarioContext, replayPath?: string): fc.Arbitra
   const pick = fc.nat({ max: 2 });
   const sometimes = fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
   const exec = fc
-    .tuple(change, pick, fc.constantFrom(0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8), sometimes, fc.boolean())
+    .tuple(
+      change,
+      pick,
+      // The plain probe, or a command of the grammar (a form at a size).
+      fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: GRAMMAR.length }) }),
+      sometimes,
+      fc.boolean(),
+    )
     .map(([c, k, shape, s, h]) => new Exec(c, k, shape, s, h));
   const refused = fc.constantFrom(...BAD).map((bad) => new Refused(bad));
   const burst = fc
-    .array(fc.constantFrom<Change>('policy', 'workspace', 'variant', 'launcher'), { minLength: 1, maxLength: 2 })
-    .map((changes) => new Burst(changes));
+    .tuple(
+      fc.array(fc.constantFrom<Change>('policy', 'workspace', 'variant', 'launcher', 'keys'), { minLength: 1, maxLength: 2 }),
+      fc.constantFrom(0, 0, 5, 20),
+    )
+    .map(([changes, delayMs]) => new Burst(changes, delayMs));
   const sessions = ctx.sessionAdapter
     ? [fc.constant(new SessionOpen()), fc.nat({ max: 1 }).map((k) => new SessionSend(k)), fc.nat({ max: 1 }).map((k) => new SessionSend(k))]
     : [];

@@ -230,6 +230,23 @@ describe('attribution: executions to calls by nonce, to launches by launch id', 
     const withOwnCheck = [call(1, { concurrent: true }), call(2, { state: STATE_2, concurrent: true, authorityCheck: 'auth/concurrent-same-workspace' })];
     expect(pairs(judge(withOwnCheck, observations))).toEqual([['auth/concurrent-same-workspace', 2]]);
   });
+
+  test('a mix-up names both calls, each with the authority it sent, and the command of each (form and text)', () => {
+    const l1 = direct(1, STATE_1);
+    const l2 = direct(2, STATE_1);
+    const observations = { launches: [l1, l2], probeRuns: [runOf(1, l1), runOf(2, l2)] };
+    const earlier = call(1, { state: STATE_1 });
+    const first = { ...call(3, { state: STATE_1, concurrent: true }), nonce: nonceOf(1), command: { form: 'heredoc', text: "cat <<'EOF'\\n…" } };
+    const second = { ...call(2, { state: STATE_2, concurrent: true }), command: { form: 'pipe', text: 'git log | head' } };
+    const [finding] = judge([earlier, second, first], observations);
+    expect(finding!.check.id).toBe(CANONICAL.concurrentAuthority);
+    // The call in flight at the same time is named, not the earlier one with the same authority.
+    expect(finding!.message).toMatch(
+      /call #2 \(command, pipe: "git log \| head"\): ran under the authority of synthetic call #3 \(command, heredoc: .*another call in flight/,
+    );
+    expect(finding!.expected).toMatchObject({ call: 'synthetic call #2', state: STATE_2 });
+    expect(finding!.actual).toMatchObject({ ranUnderAuthorityOf: { call: 'synthetic call #3', state: STATE_1 } });
+  });
 });
 
 describe('EXEC-1: nothing runs outside a launch; refused calls run nothing', () => {

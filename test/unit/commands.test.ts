@@ -1,0 +1,71 @@
+import { execFileSync } from 'node:child_process';
+import { expect, test } from 'vitest';
+import { argvBytes, FORMS, generate, GRAMMAR, MAX_ELEMENT_BYTES, REPRESENTATIVE, SIZE_NAMES, SIZES, type CommandKit } from '../../suites/server/commands.js';
+import { commandText } from '../../suites/engine/judge.js';
+
+// The command grammar (suites/server/commands.ts) without a server: what it generates, how big,
+// and that the probe finds its nonce in every command.
+const dir = '/tmp/tmp-abc/s1';
+const kit: CommandKit = {
+  echo: `${dir}/bin/echo`,
+  git: `${dir}/bin/git`,
+  cat: `${dir}/bin/cat`,
+  ls: `${dir}/bin/ls`,
+  pwd: `${dir}/bin/pwd`,
+  true: `${dir}/bin/true`,
+  bin: `${dir}/bin`,
+  subdir: `${dir}/work space/src dir`,
+};
+const nonce = '0123456789ab';
+const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+
+test('the representative set has every form and every size', () => {
+  expect(new Set(REPRESENTATIVE.map((e) => e.form))).toEqual(new Set(FORMS));
+  expect(new Set(REPRESENTATIVE.map((e) => e.size))).toEqual(new Set(SIZE_NAMES));
+  expect(GRAMMAR.length).toBe(FORMS.length * SIZE_NAMES.length);
+});
+
+test('every command reaches its size, keeps each argv element under 128 KiB, and names no probe', () => {
+  for (const entry of GRAMMAR) {
+    const command = generate(kit, entry, nonce);
+    const size = Math.max(argvBytes(command.argv), bytes(command.script));
+    const label = `${entry.form} at ${entry.size}`;
+    if (entry.size === '100 B') expect(size, label).toBeLessThan(300);
+    else expect(size, label).toBeGreaterThanOrEqual(SIZES[entry.size] - 50);
+    expect(size, label).toBeLessThan(SIZES['100 KB'] + 2_000);
+    expect(Math.max(...command.argv.map(bytes)), label).toBeLessThan(MAX_ELEMENT_BYTES);
+    expect(bytes(command.script), label).toBeLessThan(MAX_ELEMENT_BYTES);
+    expect(command.script, label).toContain(nonce);
+    expect(command.argv.join(' '), label).toContain(nonce);
+    expect(command.script, label).not.toMatch(/\/task\b/);
+  }
+  expect(generate(kit, { form: 'heredoc', size: '1 KB' }, nonce).script).toBe(generate(kit, { form: 'heredoc', size: '1 KB' }, nonce).script);
+});
+
+test('no word of the filler or of a form could pass for a nonce (the probe takes the first 12-hex-digit argument)', () => {
+  for (const entry of GRAMMAR) {
+    const words = generate(kit, entry, nonce).script.split(/[\s'"=;|&()`$<>]+/);
+    expect(words.filter((w) => /^[0-9a-f]{12}$/.test(w) && w !== nonce)).toEqual([]);
+  }
+});
+
+test('every script is valid sh (and the bash wrapper valid bash)', () => {
+  for (const entry of GRAMMAR.filter((e) => e.size !== '100 KB')) {
+    const { script } = generate(kit, entry, nonce);
+    expect(() => execFileSync('/bin/sh', ['-n', '-c', script], { stdio: 'pipe' }), `${entry.form} at ${entry.size}`).not.toThrow();
+  }
+});
+
+test('an argv form keeps its elements as they are: empty ones, spaces, newlines, non-ASCII', () => {
+  expect(generate(kit, { form: 'argv: empty elements', size: '100 B' }, nonce).argv).toContain('');
+  expect(generate(kit, { form: 'argv: spaces and newlines', size: '100 B' }, nonce).argv).toContain('line one\nline two');
+  expect(generate(kit, { form: 'non-ascii', size: '100 B' }, nonce).argv.join(' ')).toMatch(/日本語/);
+  expect(generate(kit, { form: 'argv: many elements', size: '100 KB' }, nonce).argv.length).toBeGreaterThan(10_000);
+  expect(generate(kit, { form: 'bash -lc', size: '8 KB' }, nonce).argv.slice(0, 2)).toEqual(['bash', '-lc']);
+});
+
+test('a command as reports show it: trimmed, control and invisible characters escaped, the scenario directory shortened', () => {
+  expect(commandText(`${dir}/bin/echo a\nb\u001b[31m\u202e`, dir)).toBe('<tmp>/bin/echo a\\nb\\u001b[31m\\u202e');
+  const long = commandText('x'.repeat(5000));
+  expect(long).toMatch(/^x{120}… \(5000 bytes\)$/);
+});
