@@ -1,9 +1,16 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import CpuBoundFirst from './test/sequencer.js';
 
 // Also here, not only in test/setup-env.ts: the worker processes vitest forks (one per test file)
 // then start without loading NODE_EXTRA_CA_CERTS too (about 0.1 CPU-s each on these machines).
 delete process.env.NODE_EXTRA_CA_CERTS;
+// An empty HOME of the run's own (test/global-setup.ts removes it): the servers the tests start
+// get HOME from us, and a login shell one of them runs outside a launch (`bash -lc`, as many
+// mutants do) must not read this machine's profile (pyenv's rehash lock there can stall it 60 s).
+process.env.HOME = mkdtempSync(join(tmpdir(), 'msc-test-home-'));
 
 export default defineConfig({
   test: {

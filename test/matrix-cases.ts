@@ -37,6 +37,7 @@ const RUN: Record<string, Pick<Case, 'options' | 'variant' | 'only'>> = {
   // It runs `bash -lc` outside the launcher, so with the machine's HOME: a login profile there (pyenv's rehash on some
   // machines) can take a minute. Inside a launch the fake launcher gives commands an empty HOME; here the server gets none.
   'long-commands-direct': { variant: { env: { HOME: '/nonexistent-home' } } },
+  'sandboxes-only-when-tested': { variant: { env: { HOME: '/nonexistent-home' } } },
   // A correct server that refuses commands over 64 KB: exploration (which draws them too) must pass it as well.
   'refuses-over-64k': { options: { explore: { ...EXPLORE_DEFAULTS, runs: 4 } } },
   // Slow only when 4+ instances run at once (the catalog burst): stdio only, one job, so only that burst crowds.

@@ -96,8 +96,9 @@ describe('a server that behaves only while it thinks it is tested', () => {
   // ours carries one, and a user's own such variable is not among those Codex passes on.
   const MUTANTS = join(root, 'fixtures/servers/mutants.mjs');
   test.each([
-    ['with nothing of the kind exported', {}],
-    ["when the user's own shell exports such variables", { MCP_SANDBOX_PROFILE: 'x', MY_CONFORMANCE_SETTING: 'y' }],
+    // It runs `bash -lc` outside the launcher, so with the HOME Codex passes on: no login profile of this machine's.
+    ['with nothing of the kind exported', { HOME: '/nonexistent-home' }],
+    ["when the user's own shell exports such variables", { HOME: '/nonexistent-home', MCP_SANDBOX_PROFILE: 'x', MY_CONFORMANCE_SETTING: 'y' }],
   ])('is caught %s (exit 1, execution/inside-launch fails)', async (_when, env) => {
     const run = await runCli(['--only', 'execution/*', '--', process.execPath, MUTANTS, 'sandboxes-only-when-tested'], { cwd: scratch, env });
     expect(run.code, run.stdout + run.stderr).toBe(1);
