@@ -88,7 +88,12 @@ async function roundTrip() {
   const client = new Client({ name: 'bench-floor', version: '0' });
   // The environment the suite gives its servers (Codex's), not the SDK's six-variable default:
   // a variable such as NODE_EXTRA_CA_CERTS alone costs each node start about 90 ms.
-  const transport = new StdioClientTransport({ command: process.execPath, args: [referenceServer], stderr: 'ignore', env: codexServerEnvironment(process.env) });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [referenceServer],
+    stderr: 'ignore',
+    env: codexServerEnvironment(process.env),
+  });
   await client.connect(transport);
   const result = await client.callTool({ name: 'exec', arguments: { command: ['true'] }, _meta: meta });
   if (result.isError) throw new Error(`floor call failed: ${JSON.stringify(result.content)}`);
@@ -235,8 +240,12 @@ try {
   const cliLine = (runs) => `${s(median(runs.map((r) => r.ms)))} (${runs[0].starts} server starts)   [${runs.map((r) => s(r.ms)).join(', ')}]`;
   const sdkMs = median(cliRuns.sdk.map((r) => r.ms));
   const slowMs = median(cliRuns.slow.map((r) => r.ms));
-  console.log(`CLI default run, SDK-based server (unusual.mjs bash-wrapper), stdio + HTTP: ${cliLine(cliRuns.sdk)}   (target <= 9 s: ${sdkMs <= 9000 ? 'met' : 'NOT met'})`);
-  console.log(`CLI default run, reference with a 2 s start-up, stdio + HTTP: ${cliLine(cliRuns.slow)}   (target <= 15 s: ${slowMs <= 15000 ? 'met' : 'NOT met'})`);
+  console.log(
+    `CLI default run, SDK-based server (unusual.mjs bash-wrapper), stdio + HTTP: ${cliLine(cliRuns.sdk)}   (target <= 9 s: ${sdkMs <= 9000 ? 'met' : 'NOT met'})`,
+  );
+  console.log(
+    `CLI default run, reference with a 2 s start-up, stdio + HTTP: ${cliLine(cliRuns.slow)}   (target <= 15 s: ${slowMs <= 15000 ? 'met' : 'NOT met'})`,
+  );
   console.log(`load average after: ${load()}`);
 } finally {
   rmSync(scratch, { recursive: true, force: true });
