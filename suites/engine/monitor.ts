@@ -75,18 +75,50 @@ const runAccount = (run: ProbeRun) => ({ ranUnder: run.launchId || '(no launch: 
 
 /** Judges every registered call of one scenario against everything its observers recorded. */
 export function monitor(input: MonitorInput): Finding[] {
-  const { calls, observations, checks } = input;
-  // The check declaring a role, or (when the run has none) the call's own.
-  const role = (kind: MonitorRole, call?: MonitoredCall): string => checks.forRole(kind)?.id ?? call?.check ?? '';
-  const findings: Finding[] = [];
-  const launchesById = new Map(observations.launches.map((l) => [l.id, l]));
-  const byNonce = new Map<string, MonitoredCall[]>();
-  for (const call of calls) if (call.nonce) byNonce.set(call.nonce, [...(byNonce.get(call.nonce) ?? []), call]);
-  const judgedLaunches = new Set<string>();
-  const orderJudged = new Set<string>();
-  const charge = (call: MonitoredCall | undefined, check: string, finding: Omit<Finding, 'check' | 'scenario' | 'transport' | 'call' | 'fallback'>) => {
+  return new MonitorPass(input).run();
+}
+
+type FindingText = Omit<Finding, 'check' | 'scenario' | 'transport' | 'call' | 'fallback'>;
+
+/** One pass of the monitor over one scenario's calls and observations. */
+class MonitorPass {
+  private readonly findings: Finding[] = [];
+  private readonly launchesById: Map<string, Launch>;
+  private readonly byNonce = new Map<string, MonitoredCall[]>();
+  private readonly judgedLaunches = new Set<string>();
+  private readonly orderJudged = new Set<string>();
+
+  constructor(private readonly input: MonitorInput) {
+    this.launchesById = new Map(input.observations.launches.map((l) => [l.id, l]));
+    for (const call of input.calls) if (call.nonce) this.byNonce.set(call.nonce, [...(this.byNonce.get(call.nonce) ?? []), call]);
+  }
+
+  run(): Finding[] {
+    const { observations } = this.input;
+    for (const run of observations.probeRuns) this.judgeProbeRun(run);
+    // Launches that carried a call's nonce (the probe may not have left a record, e.g. inside a real sandbox).
+    for (const launch of observations.launches) this.judgeNonceLaunch(launch);
+    // Traps: a codex on PATH, or an executable planted where only a wrong reading would find it.
+    for (const trap of observations.trapCalls) this.judgeTrap(trap);
+    // One finding per call and cause: a worker that ran the same call twice says it once.
+    const seen = new Set<string>();
+    return this.findings.filter((f) => {
+      const key = `${f.check.id}\0${f.call ?? ''}\0${f.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  }
+
+  /** The check declaring a role, or (when the run has none) the call's own. */
+  private role(kind: MonitorRole, call?: MonitoredCall): string {
+    return this.input.checks.forRole(kind)?.id ?? call?.check ?? '';
+  }
+
+  private charge(call: MonitoredCall | undefined, check: string, finding: FindingText): void {
+    const { checks, calls } = this.input;
     const first = calls[0];
-    findings.push({
+    this.findings.push({
       check: checks.resolve(check),
       fallback: call && call.check !== check ? checks.resolve(call.check) : undefined,
       scenario: call?.scenario ?? first?.scenario ?? '',
@@ -94,87 +126,74 @@ export function monitor(input: MonitorInput): Finding[] {
       call: call?.index,
       ...finding,
     });
-  };
+  }
 
-  // Executions of the probe.
-  for (const run of observations.probeRuns) {
-    const owners = byNonce.get(run.nonce) ?? [];
-    const launch = run.launchId ? launchesById.get(run.launchId) : undefined;
+  /** An execution of the probe: asked for by a call that may run it, inside a launch of that call's authority. */
+  private judgeProbeRun(run: ProbeRun): void {
+    const owners = this.byNonce.get(run.nonce) ?? [];
+    const launch = run.launchId ? this.launchesById.get(run.launchId) : undefined;
     const allowed = owners.filter((c) => c.expect === 'run');
     if (owners.length === 0) {
       if (!launch)
-        charge(undefined, role('exec'), {
+        this.charge(undefined, this.role('exec'), {
           message: `a command ran outside any launch, and no call of this scenario asked for it (nonce ${JSON.stringify(run.nonce)})`,
           expected: 'every execution inside a launch of codex sandbox',
           actual: runAccount(run),
         });
-      continue;
+      return;
     }
-    if (allowed.length === 0) {
-      const call = owners[0]!;
-      if (launch) judgedLaunches.add(launch.id); // one finding for the call, not another for its launch
-      const check = call.transport === 'http' ? role('http', call) : call.check;
-      const reason =
-        call.expect === 'attempt'
-          ? 'its launcher cannot set up a sandbox, so nothing may run'
-          : call.authority.kind === 'none'
-            ? call.authority.why
-            : 'the call must be refused';
-      charge(call, check, {
-        message: `${callLabel(call)}: the command ran although ${reason}${launch ? '' : ', and it ran outside any sandbox'}`,
-        expected: { ...describeAuthority(call), executions: [] },
-        actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run), launch: launch?.argv },
-      });
-      continue;
-    }
+    if (allowed.length === 0) return this.ranAlthoughRefused(owners[0]!, run, launch);
     if (!launch) {
       const call = allowed[0]!;
-      charge(call, role('exec', call), {
+      this.charge(call, this.role('exec', call), {
         message: `${callLabel(call)}: the command ran outside any launch of codex sandbox${run.launchId ? ` (under an unknown launch ${run.launchId})` : ''}`,
         expected: { ...describeAuthority(call), executions: 'only inside a launch of that codexExecutable' },
         actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run) },
       });
-      continue;
+      return;
     }
-    judgeLaunch(launch, allowed, run);
+    this.judgeLaunch(launch, allowed, run);
   }
 
-  // Launches that carried a call's nonce (the probe may not have left a record, e.g. inside a real sandbox).
-  for (const launch of observations.launches) {
-    if (launch.isCapabilityProbe || judgedLaunches.has(launch.id)) continue;
-    const owners = calls.filter((c) => c.nonce && carriesNonce(launch.argv, c.nonce));
-    if (owners.length === 0) continue;
+  /** The command of a call that must run nothing ran (in a launch or outside any). */
+  private ranAlthoughRefused(call: MonitoredCall, run: ProbeRun, launch: Launch | undefined): void {
+    if (launch) this.judgedLaunches.add(launch.id); // one finding for the call, not another for its launch
+    const check = call.transport === 'http' ? this.role('http', call) : call.check;
+    const reason =
+      call.expect === 'attempt'
+        ? 'its launcher cannot set up a sandbox, so nothing may run'
+        : call.authority.kind === 'none'
+          ? call.authority.why
+          : 'the call must be refused';
+    this.charge(call, check, {
+      message: `${callLabel(call)}: the command ran although ${reason}${launch ? '' : ', and it ran outside any sandbox'}`,
+      expected: { ...describeAuthority(call), executions: [] },
+      actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run), launch: launch?.argv },
+    });
+  }
+
+  /** A launch that carried a call's nonce and was not judged through a probe record. */
+  private judgeNonceLaunch(launch: Launch): void {
+    if (launch.isCapabilityProbe || this.judgedLaunches.has(launch.id)) return;
+    const owners = this.input.calls.filter((c) => c.nonce && carriesNonce(launch.argv, c.nonce));
+    if (owners.length === 0) return;
     const allowed = owners.filter((c) => c.expect !== 'refuse');
-    if (allowed.length === 0) {
-      const call = owners[0]!;
-      charge(call, call.transport === 'http' ? role('http', call) : call.check, {
-        message: `${callLabel(call)}: the command was handed to a launcher although ${call.authority.kind === 'none' ? call.authority.why : 'the call must be refused'}`,
-        expected: { ...describeAuthority(call), launches: [] },
-        actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, launch: launch.argv },
-      });
-      continue;
-    }
-    judgeLaunch(launch, allowed, undefined);
+    if (allowed.length > 0) return this.judgeLaunch(launch, allowed, undefined);
+    const call = owners[0]!;
+    this.charge(call, call.transport === 'http' ? this.role('http', call) : call.check, {
+      message: `${callLabel(call)}: the command was handed to a launcher although ${call.authority.kind === 'none' ? call.authority.why : 'the call must be refused'}`,
+      expected: { ...describeAuthority(call), launches: [] },
+      actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, launch: launch.argv },
+    });
   }
 
-  // Traps: a codex on PATH, or an executable planted where only a wrong reading would find it.
-  for (const trap of observations.trapCalls) judgeTrap(trap);
-  // One finding per call and cause: a worker that ran the same call twice says it once.
-  const seen = new Set<string>();
-  return findings.filter((f) => {
-    const key = `${f.check.id}\0${f.call ?? ''}\0${f.message}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-
-  function judgeTrap(trap: TrapCall) {
-    const owner = calls.find((c) => c.nonce && carriesNonce(trap.argv, c.nonce));
-    const planter = input.trapOwners.get(trap.trap);
-    const check = owner?.expect === 'refuse' ? owner.check : (planter ?? role('launcher', owner));
+  private judgeTrap(trap: TrapCall): void {
+    const owner = this.input.calls.find((c) => c.nonce && carriesNonce(trap.argv, c.nonce));
+    const planter = this.input.trapOwners.get(trap.trap);
+    const check = owner?.expect === 'refuse' ? owner.check : (planter ?? this.role('launcher', owner));
     const what =
       trap.trap === 'path-search' ? 'a `codex` found on PATH' : `the trap "${trap.trap}" (an executable only a wrong reading of the call could pick)`;
-    charge(owner, check, {
+    this.charge(owner, check, {
       message: `${owner ? `${callLabel(owner)}: ` : ''}the server executed ${what}`,
       expected: owner
         ? { ...describeAuthority(owner), executed: owner.authority.kind === 'valid' ? 'that codexExecutable only' : 'nothing' }
@@ -184,27 +203,35 @@ export function monitor(input: MonitorInput): Finding[] {
   }
 
   /** A launch used by one of `allowed` (calls sharing a nonce): it must match one of them exactly. */
-  function judgeLaunch(launch: Launch, allowed: MonitoredCall[], run: ProbeRun | undefined) {
+  private judgeLaunch(launch: Launch, allowed: MonitoredCall[], run: ProbeRun | undefined): void {
     // The launch's own shape is judged once; how it served each call is judged per call (the
     // findings are deduplicated), whatever order the records come in.
-    const firstTime = !judgedLaunches.has(launch.id);
-    judgedLaunches.add(launch.id);
+    const firstTime = !this.judgedLaunches.has(launch.id);
+    this.judgedLaunches.add(launch.id);
     const parsed = parseLaunchArgv(launch.argv);
     const json = parsed.stateArguments.length === 1 ? parseJson(parsed.stateArguments[0]!) : undefined;
-    const forwarded = json?.ok ? json.value : undefined;
-    const exeOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? input.launcherName(call.authority.codexExecutable) : undefined);
-    const stateOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? call.authority.state : undefined);
-    const matches = (call: MonitoredCall) => exeOf(call) === launch.launcher && isDeepStrictEqual(stateOf(call), forwarded);
-    const call = allowed.find(matches) ?? allowed[0]!;
-    const actual = {
-      launch: launch.argv,
-      forwardedState: forwarded ?? parsed.stateArguments,
-      execution: run ? runAccount(run) : '(no record of the command itself)',
-    };
+    const served: ServedLaunch = { launch, parsed, forwarded: json?.ok ? json.value : undefined, run };
+    const call = allowed.find((c) => this.matches(c, served)) ?? allowed[0]!;
+    this.judgeShape(call, served, firstTime);
+    if (this.matches(call, served)) return this.judgeOrder(call, served);
+    if (parsed.stateArguments.length !== 1) return; // FWD-1's finding already: no single state to compare
+    this.judgeOtherAuthority(call, served);
+  }
 
+  private exeOf(call: MonitoredCall): LauncherName | undefined {
+    return call.authority.kind === 'valid' ? this.input.launcherName(call.authority.codexExecutable) : undefined;
+  }
+
+  /** Whether the launch is of exactly this call's codexExecutable and state. */
+  private matches(call: MonitoredCall, { launch, forwarded }: ServedLaunch): boolean {
+    return this.exeOf(call) === launch.launcher && isDeepStrictEqual(stateOf(call), forwarded);
+  }
+
+  /** FWD-1: `sandbox --sandbox-state-json <state> -- <command>`, and an argv tool's command exactly as asked. */
+  private judgeShape(call: MonitoredCall, { launch, parsed }: ServedLaunch, firstTime: boolean): void {
     // Only once per launch: its shape does not depend on which execution we came from.
     if (firstTime && parsed.problems.length > 0) {
-      charge(call, role('argv-shape', call), {
+      this.charge(call, this.role('argv-shape', call), {
         message: `${callLabel(call)}: the launch is not \`sandbox --sandbox-state-json <state> -- <command>\`: ${parsed.problems.join('; ')}`,
         expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...(call.argv ?? ['<command>'])],
         actual: launch.argv,
@@ -212,65 +239,89 @@ export function monitor(input: MonitorInput): Finding[] {
     }
     const command = parsed.command ?? [];
     if (call.argv && call.nonce && carriesNonce(command, call.nonce) && !isDeepStrictEqual(command, call.argv)) {
-      charge(call, role('argv-shape', call), {
+      this.charge(call, this.role('argv-shape', call), {
         message: `${callLabel(call)}: an argv tool's command must follow "--" exactly as asked`,
         expected: ['sandbox', '--sandbox-state-json', '<the state JSON>', '--', ...call.argv],
         actual: launch.argv,
       });
     }
-    if (matches(call)) {
-      const order = keyOrderDifferences(stateOf(call), forwarded);
-      if (order.length > 0 && !orderJudged.has(launch.id)) {
-        orderJudged.add(launch.id); // a property of the launch: said once, for the first call it served
-        charge(call, role('fidelity', call), {
-          message: `${callLabel(call)}: the forwarded state was re-serialized: key order changed at ${order.length} place${order.length === 1 ? '' : 's'}`,
-          expected: stateOf(call),
-          actual: forwarded,
-          diff: order.map((d) => `~ order    ${d}`),
-        });
-      }
-      return;
-    }
-    if (parsed.stateArguments.length !== 1) return; // FWD-1's finding already: no single state to compare
-    // Whose authority did this launch carry? Another call's means reuse (AUTH-2) or a mix-up (AUTH-3).
-    const others = calls.filter((c) => c !== call && c.authority.kind === 'valid' && c.expect !== 'refuse');
-    const owners = others.filter((c) => exeOf(c) === launch.launcher && isDeepStrictEqual(stateOf(c), forwarded));
+  }
+
+  /** FWD-3: the right state, re-serialized (key order changed): said once per launch, for the first call it served. */
+  private judgeOrder(call: MonitoredCall, { launch, forwarded }: ServedLaunch): void {
+    const order = keyOrderDifferences(stateOf(call), forwarded);
+    if (order.length === 0 || this.orderJudged.has(launch.id)) return;
+    this.orderJudged.add(launch.id);
+    this.charge(call, this.role('fidelity', call), {
+      message: `${callLabel(call)}: the forwarded state was re-serialized: key order changed at ${order.length} place${order.length === 1 ? '' : 's'}`,
+      expected: stateOf(call),
+      actual: forwarded,
+      diff: order.map((d) => `~ order    ${d}`),
+    });
+  }
+
+  /** The launch is not of this call's authority: another call's (AUTH-2, AUTH-3), another launcher (LAUNCH-1), or a changed state (FWD-2). */
+  private judgeOtherAuthority(call: MonitoredCall, served: ServedLaunch): void {
+    const { launch, parsed, forwarded } = served;
+    const actual = {
+      launch: launch.argv,
+      forwardedState: forwarded ?? parsed.stateArguments,
+      execution: served.run ? runAccount(served.run) : '(no record of the command itself)',
+    };
+    const others = this.input.calls.filter((c) => c !== call && c.authority.kind === 'valid' && c.expect !== 'refuse');
+    const owners = others.filter((c) => this.matches(c, served));
     // A call in flight at the same time first (AUTH-3), else an earlier one (AUTH-2).
     const owner = (call.concurrent ? owners.find((c) => c.concurrent) : undefined) ?? owners[0];
     if (owner) {
       const concurrent = call.concurrent && owner.concurrent;
-      charge(call, call.authorityCheck ?? role(concurrent ? 'concurrent-authority' : 'stale-authority', call), {
+      const diff = stateOf(call) && isObject(forwarded) ? structuralDiff(stateOf(call), forwarded) : undefined;
+      this.charge(call, call.authorityCheck ?? this.role(concurrent ? 'concurrent-authority' : 'stale-authority', call), {
         message: `${callLabel(call)}: ran under the authority of ${callLabel(owner)}${concurrent ? ', another call in flight at the same time' : ''}, not its own`,
         expected: { call: `${call.scenario} call #${call.index}`, ...describeAuthority(call) },
         actual: { ...actual, ranUnderAuthorityOf: { call: `${owner.scenario} call #${owner.index}`, ...describeAuthority(owner) } },
-        diff: stateOf(call) && isObject(forwarded) ? structuralDiff(stateOf(call), forwarded) : undefined,
+        diff,
       });
-      return;
-    }
-    if (exeOf(call) !== launch.launcher) {
-      charge(call, role('launcher', call), {
+    } else if (this.exeOf(call) !== launch.launcher) {
+      this.charge(call, this.role('launcher', call), {
         message: `${callLabel(call)}: the command ran in a launch of another codexExecutable than the one this call sent`,
         expected: describeAuthority(call),
         actual,
       });
-      return;
-    }
-    if (forwarded === undefined) {
-      charge(call, role('state-unchanged', call), {
+    } else if (forwarded === undefined) {
+      this.charge(call, this.role('state-unchanged', call), {
         message: `${callLabel(call)}: the value of --sandbox-state-json is not JSON`,
         expected: stateOf(call),
         actual: parsed.stateArguments[0],
       });
-      return;
-    }
+    } else this.judgeChangedState(call, forwarded);
+  }
+
+  /** FWD-2: the state forwarded differs from the one this call sent (or took a decoy: ALIAS-2, AUTH-1). */
+  private judgeChangedState(call: MonitoredCall, forwarded: unknown): void {
     const diff = structuralDiff(stateOf(call), forwarded);
     const text = JSON.stringify(forwarded);
     const decoyTaken = call.decoy && call.decoy.markers.some((marker) => text.includes(marker));
-    charge(call, decoyTaken ? call.decoy!.check : role('state-unchanged', call), {
-      message: `${callLabel(call)}${call.sent.state === undefined ? ` (state sent only under ${STATE_KEY_DEPRECATED})` : call.sent.stateDeprecated === undefined ? ` (state sent only under ${STATE_KEY})` : ''}: the forwarded state differs from the one this call sent (${diff.length} path${diff.length === 1 ? '' : 's'})`,
+    const keyNote =
+      call.sent.state === undefined
+        ? ` (state sent only under ${STATE_KEY_DEPRECATED})`
+        : call.sent.stateDeprecated === undefined
+          ? ` (state sent only under ${STATE_KEY})`
+          : '';
+    this.charge(call, decoyTaken ? call.decoy!.check : this.role('state-unchanged', call), {
+      message: `${callLabel(call)}${keyNote}: the forwarded state differs from the one this call sent (${diff.length} path${diff.length === 1 ? '' : 's'})`,
       expected: stateOf(call),
       actual: forwarded,
       diff,
     });
   }
 }
+
+/** A launch as one execution saw it: its argv taken apart, the state it forwarded, the probe's record. */
+interface ServedLaunch {
+  launch: Launch;
+  parsed: ReturnType<typeof parseLaunchArgv>;
+  forwarded: unknown;
+  run: ProbeRun | undefined;
+}
+
+const stateOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? call.authority.state : undefined);
