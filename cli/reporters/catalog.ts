@@ -1,17 +1,18 @@
-import type { CheckDef } from '../../suites/engine/model.js';
+import type { CheckDef, Need } from '../../suites/engine/model.js';
 
-const NEED_TEXT: Record<string, string> = {
+const NEED_TEXT: Record<Need, string> = {
   exec: 'exec tool',
   'opt-in': 'sandbox opt-in',
   http: 'HTTP target',
   session: 'session adapter',
   resources: 'listed resources',
   codex: 'real Codex (--codex)',
+  soak: 'a soak (--soak)',
 };
 
 /** `list`: one line per check: id, rule, level, transports, what it needs, title. */
 export function renderList(checks: CheckDef[], transportsOf: (id: string) => string[]): string {
-  const rows = checks.map((c) => [c.id, c.rule, c.level, transportsOf(c.id).join('+'), c.needs.map((n) => NEED_TEXT[n] ?? n).join(', ') || '-', c.title]);
+  const rows = checks.map((c) => [c.id, c.rule, c.level, transportsOf(c.id).join('+'), c.needs.map((n) => NEED_TEXT[n]).join(', ') || '-', c.title]);
   return `${renderTable(['check', 'rule', 'level', 'transports', 'needs', 'title'], rows)}${checks.length} checks\n`;
 }
 

@@ -101,7 +101,7 @@ export type RuleId = (typeof RULES)[number];
 export type Status = 'pass' | 'fail' | 'skip' | 'error';
 export type SkipReason = 'not-applicable' | 'could-not-run';
 /** What a check needs from the target before it can say anything. */
-export type Need = 'exec' | 'opt-in' | 'http' | 'session' | 'resources' | 'codex';
+export type Need = 'exec' | 'opt-in' | 'http' | 'session' | 'resources' | 'codex' | 'soak';
 
 /** A check as `list` and `explain` show it: static, known before anything runs. */
 export interface CheckDef {

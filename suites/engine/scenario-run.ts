@@ -167,6 +167,7 @@ export class ScenarioRun {
   private staticNeed(check: CheckDef): Verdict | undefined {
     const { plan } = this.suite;
     if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI', 'real-codex');
+    if (check.needs.includes('soak') && !plan.options.soak) return notApplicable('the soak was not asked for', 'soak-off');
     if (check.needs.includes('http') && !plan.targets.http) return needsHttp();
     if (check.needs.includes('session') && !plan.session) return notApplicable('needs a session adapter', 'session-adapter');
     if (check.needs.includes('session') && !sessionAllowed(plan)) {

@@ -125,7 +125,7 @@ export const soakHoldsContract: CheckDef = {
   typicalMistake:
     'A warm worker or a recycled one started under a remembered authority; sandboxing dropped after a number of calls or once something "warmed up".',
   fix: 'Read the authority from each call, every time; whatever you keep (workers, pools, caches), key it by the exact state JSON and launcher path, and start it under the authority of the call that needs it.',
-  needs: ['exec', 'opt-in'],
+  needs: ['exec', 'opt-in', 'soak'],
 };
 
 /** The soak's traffic: exploration's steps, and idle gaps of up to several seconds. */
