@@ -25,11 +25,12 @@ export function indexChecks(checks: Iterable<CheckDef>): CheckIndex {
   return {
     byId: (id) => byId.get(id),
     forRole: (role) => byRole.get(role),
-    resolve: (id) => byId.get(id) ?? standIn(id),
+    resolve: (id) => byId.get(id) ?? standInCheck(id),
   };
 }
 
-const standIn = (id: string): CheckDef => ({
+/** A check known only by its id: MUST under EXEC-1, nothing else said of it. */
+export const standInCheck = (id: string): CheckDef => ({
   id,
   rule: 'EXEC-1',
   level: 'MUST',

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { SandboxEntries, Transport } from '../../harness/codex-wire.js';
 import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../../harness/observers.js';
-import { indexChecks } from '../../suites/engine/checks.js';
+import { indexChecks, standInCheck } from '../../suites/engine/checks.js';
 import type { CheckDef, Expectation, Finding, MonitoredCall, MonitorRole } from '../../suites/engine/model.js';
 import { authorityOf, monitor } from '../../suites/engine/monitor.js';
 
@@ -44,19 +44,7 @@ const ROLES: Record<keyof typeof CANONICAL, MonitorRole> = {
   concurrentAuthority: 'concurrent-authority',
   http: 'http',
 };
-const checkDef = (id: string, monitors?: MonitorRole): CheckDef => ({
-  id,
-  rule: 'EXEC-1',
-  level: 'MUST',
-  title: id,
-  summary: '',
-  observes: '',
-  why: '',
-  typicalMistake: '',
-  fix: '',
-  needs: [],
-  ...(monitors ? { monitors } : {}),
-});
+const checkDef = (id: string, monitors?: MonitorRole): CheckDef => ({ ...standInCheck(id), ...(monitors ? { monitors } : {}) });
 const CHECKS = indexChecks(Object.entries(CANONICAL).map(([name, id]) => checkDef(id, ROLES[name as keyof typeof CANONICAL])));
 
 /** A state shaped like Codex's workspace-write one, with unknown fields at several depths. */

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { standInCheck } from '../../suites/engine/checks.js';
 import type { CheckDef, CheckResult, Finding, Need, Scenario, ScenarioContext, Verdict } from '../../suites/engine/model.js';
 import { couldNotRun, fail, notApplicable, pass } from '../../suites/engine/model.js';
 import type { RunPlan } from '../../suites/engine/plan.js';
@@ -12,19 +13,7 @@ import { EXEC_TOOL, inProcessConnector, ranOutside, type FakeServer } from '../f
  * one step of that order each.
  */
 
-const check = (id: string, needs: Need[] = [], extra: Partial<CheckDef> = {}): CheckDef => ({
-  id,
-  rule: 'EXEC-1',
-  level: 'MUST',
-  title: id,
-  summary: '',
-  observes: '',
-  why: '',
-  typicalMistake: '',
-  fix: '',
-  needs,
-  ...extra,
-});
+const check = (id: string, needs: Need[] = [], extra: Partial<CheckDef> = {}): CheckDef => ({ ...standInCheck(id), needs, ...extra });
 const finding = (charged: CheckDef, scenario: string, message: string, call = 1): Finding => ({ check: charged, scenario, transport: 'stdio', call, message });
 
 describe('decideVerdict: one function, one documented order', () => {
