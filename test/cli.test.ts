@@ -68,9 +68,9 @@ describe('a run', () => {
       expect([check.transcript.entries, check.durationMs]).toEqual([owners[0]!.transcript.entries, owners[0]!.durationMs]);
     }
     expect(scenarios.flatMap((s) => s.checks).length).toBe(checks.length);
-    // The scenarios that ran hold their wire traffic; the real-Codex ones did not run here.
+    // The scenarios that ran hold their wire traffic; the real-Codex ones and the soak (no --soak) did not run here.
     expect(scenarios.filter((s) => s.ran && s.transcript.entries === 0).map((s) => s.id)).toEqual([]);
-    expect(scenarios.filter((s) => !s.ran).every((s) => s.id.startsWith('enforcement/'))).toBe(true);
+    expect(scenarios.filter((s) => !s.ran).every((s) => s.id.startsWith('enforcement/') || s.id === 'explore/soak')).toBe(true);
   });
   test('a mutant: exit 1, the violated check named, the dropped canary path in the diff', async () => {
     const { code, stdout } = await cli(['--only', 'forwarding/*', '--', process.execPath, mutantsServer, 'drops-unknown-fields']);
@@ -105,8 +105,10 @@ describe('a run', () => {
     // The first scenarios start before the first handshake is in; after it, only those that need no opt-in.
     expect(report.stats!.serverStarts).toBeLessThanOrEqual(6);
     const def = (id: string) => allChecks.find((c) => c.id === id)!;
-    // The checks that need sandbox keys and nothing this plan lacks (an HTTP target, a real Codex).
-    const needOptIn = report.results.filter((r) => def(r.id).needs.includes('opt-in') && !def(r.id).needs.some((n) => n === 'http' || n === 'codex'));
+    // The checks that need sandbox keys and nothing this plan lacks (an HTTP target, a real Codex, a soak).
+    const needOptIn = report.results.filter(
+      (r) => def(r.id).needs.includes('opt-in') && !def(r.id).needs.some((n) => n === 'http' || n === 'codex' || n === 'soak'),
+    );
     expect(needOptIn.length).toBeGreaterThan(20);
     for (const result of needOptIn) expect(`${result.id}: ${result.status} ${result.message}`).toMatch(/: skip the server did not opt in/);
   });
