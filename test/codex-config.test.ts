@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../harness/http-target.js';
+import { startReferenceHttp } from './fixtures/reference-http.js';
 import { referenceServer, root } from './helpers.js';
 import { lastLine, reporterFlags, runCli } from './fixtures/run-cli.js';
 
@@ -27,13 +28,8 @@ let proxyPort: number;
 const seen: { authorization?: string; client?: string }[] = [];
 
 beforeAll(async () => {
-  upstreamPort = await freePort();
+  ({ process: upstream, port: upstreamPort } = await startReferenceHttp());
   proxyPort = await freePort();
-  upstream = spawn(process.execPath, [referenceServer, '--http', '--port', String(upstreamPort)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    upstream.stderr!.on('data', (chunk: Buffer) => chunk.toString().includes('listening on') && resolve());
-    upstream.once('exit', (code) => reject(new Error(`the reference server exited (${code})`)));
-  });
   // Records each request's Authorization and X-Client; without the bearer token, 401.
   proxy = createServer((req, res) => {
     seen.push({ authorization: req.headers.authorization, client: req.headers['x-client'] as string | undefined });

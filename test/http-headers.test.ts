@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../harness/http-target.js';
+import { startReferenceHttp } from './fixtures/reference-http.js';
 import { connect } from '../harness/target.js';
 import { referenceServer } from './helpers.js';
 import { reporterFlags, runCli } from './fixtures/run-cli.js';
@@ -77,13 +78,8 @@ function startProxy(): Promise<void> {
 }
 
 beforeAll(async () => {
-  upstreamPort = await freePort();
+  ({ process: upstream, port: upstreamPort } = await startReferenceHttp());
   proxyPort = await freePort();
-  upstream = spawn(process.execPath, [referenceServer, '--http', '--port', String(upstreamPort)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    upstream.stderr!.on('data', (chunk: Buffer) => chunk.toString().includes('listening on') && resolve());
-    upstream.once('exit', (code) => reject(new Error(`the reference server exited (${code})`)));
-  });
   await startProxy();
 });
 

@@ -10,6 +10,7 @@ import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority } from './authority.js';
 import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
 import { carriesNonce, commandText, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { seconds } from '../engine/suite-run.js';
 import {
   couldNotRun,
   fail,
@@ -441,8 +442,6 @@ export class Repeat extends Step {
     return `Repeat(${this.change}${this.change === 'keys' || this.change === 'policy' ? `:${this.pick}` : ''}, ${this.count})`;
   }
 }
-
-const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
 /** Opens a session (through the operator's session adapter) under the current authority. */
 class SessionOpen extends Step {
