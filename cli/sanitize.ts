@@ -94,6 +94,12 @@ const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/
 /** Exact secrets shorter than this are not searched for: replacing every "1" in a report helps nobody. */
 export const MIN_SECRET_LENGTH = 4;
 
+// Secret-named values (built once: redact runs on every string of every transcript).
+const SECRET_QUERY = new RegExp(`([?&;]${SECRET_NAME}=)[^&#\\s"']*`, 'gi');
+const SECRET_OPTION = new RegExp(`((?:^|[\\s"'\`(\\[{,;])--?${SECRET_NAME})(=|\\s+)(?!-)("[^"]*"|'[^']*'|[^\\s"'\`]+)`, 'gi');
+const SECRET_ASSIGNMENT = new RegExp(`((?:^|[^\\w.-])${SECRET_NAME})=("[^"]*"|'[^']*'|[^\\s"'\`]+)`, 'gi');
+const SECRET_JSON_FIELD = new RegExp(`("${SECRET_NAME}"\\s*:\\s*")((?:[^"\\\\]|\\\\.)*)"`, 'gi');
+
 /** Common credential shapes, whatever they are called. */
 const TOKEN_SHAPES = [
   /\bgh[pousr]_[A-Za-z0-9]{16,}/g, // GitHub tokens
@@ -126,14 +132,10 @@ export function redact(text: string, extraSecrets: readonly string[] = []): stri
     .replace(/\b(Bearer)(\s+)(?!\[redacted\])[\w.~+/=-]{3,}/gi, `$1$2${REDACTED}`)
     .replace(/\b(Basic)(\s+)(?!\[redacted\])[A-Za-z0-9+/]{6,}={0,2}/g, `$1$2${REDACTED}`)
     .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi, `$1${REDACTED}@`)
-    .replace(new RegExp(`([?&;]${SECRET_NAME}=)[^&#\\s"']*`, 'gi'), `$1${REDACTED}`)
-    .replace(new RegExp(`((?:^|[\\s"'\`(\\[{,;])--?${SECRET_NAME})(=|\\s+)(?!-)("[^"]*"|'[^']*'|[^\\s"'\`]+)`, 'gi'), `$1$2${REDACTED}`)
-    .replace(new RegExp(`((?:^|[^\\w.-])${SECRET_NAME})=("[^"]*"|'[^']*'|[^\\s"'\`]+)`, 'gi'), (match, name: string, value: string) =>
-      value.startsWith(REDACTED) ? match : `${name}=${REDACTED}`,
-    )
-    .replace(new RegExp(`("${SECRET_NAME}"\\s*:\\s*")((?:[^"\\\\]|\\\\.)*)"`, 'gi'), (match, head: string, value: string) =>
-      value === '' || value === REDACTED ? match : `${head}${REDACTED}"`,
-    );
+    .replace(SECRET_QUERY, `$1${REDACTED}`)
+    .replace(SECRET_OPTION, `$1$2${REDACTED}`)
+    .replace(SECRET_ASSIGNMENT, (match, name: string, value: string) => (value.startsWith(REDACTED) ? match : `${name}=${REDACTED}`))
+    .replace(SECRET_JSON_FIELD, (match, head: string, value: string) => (value === '' || value === REDACTED ? match : `${head}${REDACTED}"`));
   for (const shape of TOKEN_SHAPES) out = out.replace(shape, REDACTED);
   return out;
 }

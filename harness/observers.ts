@@ -155,7 +155,8 @@ export class ScenarioObservers {
     const pathTrapDir = join(dir, 'path');
     const workspaceDir = join(dir, 'work space');
     const markerDir = options.realCodex ? join(workspaceDir, MARKER_DIR_NAME) : logDir;
-    await Promise.all([logDir, pathTrapDir, workspaceDir, markerDir, join(dir, 'launcher')].map((d) => mkdir(d, { recursive: true })));
+    // The fake launcher's HOME for the commands it runs (made here: one mkdir fewer per launch).
+    await Promise.all([logDir, pathTrapDir, workspaceDir, markerDir, join(dir, 'launcher'), join(dir, 'home')].map((d) => mkdir(d, { recursive: true })));
     const codexHome = options.realCodex ? privateCodexHome(dir) : '';
     const helperDir = join(dir, 'codex-home', 'tmp', 'arg0', `codex-arg0${randomBytes(3).toString('hex')}`);
     // The real Codex serves its helper's calls only when invoked under the helper's name (argv[0]).
