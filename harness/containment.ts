@@ -176,6 +176,15 @@ export function cgroupPopulated(dir: string): boolean {
   }
 }
 
+/** The processes directly in the cgroup (none when it is gone). */
+export function cgroupMembers(dir: string): number[] {
+  try {
+    return readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
 /** Removes a cgroup: only an empty one can go; true when it is gone. */
 function removeCgroup(dir: string): boolean {
   try {

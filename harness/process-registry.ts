@@ -1,6 +1,15 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { killCgroup, newServerCgroup, spawnInCgroup, removeServerCgroup, removeServerCgroupNow, cgroupPopulated, serverCgroupParent } from './containment.js';
+import {
+  cgroupMembers,
+  cgroupPopulated,
+  killCgroup,
+  newServerCgroup,
+  removeServerCgroup,
+  removeServerCgroupNow,
+  serverCgroupParent,
+  spawnInCgroup,
+} from './containment.js';
 import { descendantsOf, groupRunning, pidAlive, readStat, signalGroup, signalPid } from './proc.js';
 import { currentScope, type ProcessScope } from './process-scope.js';
 
@@ -137,12 +146,15 @@ export function spawnTracked(command: string, args: string[], options: SpawnTrac
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = 1000) =>
     (stopping ??= (async () => {
-      await killProcessGroup(child, graceMs, group.seen ? stillSeen(group.seen) : []);
-      if (group.cgroup) await removeServerCgroup(group.cgroup);
+      if (group.cgroup) {
+        await stopCgroup(group.cgroup, graceMs);
+        await removeServerCgroup(group.cgroup);
+      } else await killProcessGroup(child, graceMs, group.seen ? stillSeen(group.seen) : []);
       untrackGroup(pgid);
     })());
   child.once('exit', () => {
-    const over = !groupRunning(pgid) && !(group.cgroup && cgroupPopulated(group.cgroup)) && !(group.seen && stillSeen(group.seen).length > 0);
+    // Everything the server started is in its cgroup (when it has one): one file says whether anything is left.
+    const over = group.cgroup ? !cgroupPopulated(group.cgroup) : !groupRunning(pgid) && !(group.seen && stillSeen(group.seen).length > 0);
     if (over) void stop();
   });
   return { child, stop };
@@ -186,6 +198,25 @@ export function cleanUpEverythingNow(): void {
 const leaderGone = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 /**
+ * Ends a server in a cgroup of its own: SIGTERM to every process in it, then (removeServerCgroup)
+ * SIGKILL to whatever is left after `graceMs`. The cgroup lists its members and says when it is
+ * empty: no /proc scan, whose cost grows with every process on the machine.
+ */
+async function stopCgroup(cgroup: string, graceMs: number): Promise<void> {
+  for (const pid of cgroupMembers(cgroup)) signalPid(pid, 'SIGTERM');
+  await waitWhile(() => cgroupPopulated(cgroup), Date.now() + graceMs);
+}
+
+/** Polls `alive` (from 2 ms up to 20 ms apart) until it is false or `until` (epoch ms) has passed. */
+async function waitWhile(alive: () => boolean, until: number): Promise<void> {
+  let pause = 2;
+  while (alive() && Date.now() < until) {
+    await sleep(pause);
+    pause = Math.min(20, pause * 2);
+  }
+}
+
+/**
  * Ends a process started with `detached: true`, everything in its group, every descendant that
  * left the group, and `others` (pids known to be its own): SIGTERM, then SIGKILL to whatever is
  * left after `graceMs`. Returns as soon as all of them are gone (polling from 2 ms up to 20 ms),
@@ -201,13 +232,7 @@ async function killProcessGroup(child: ChildProcess, graceMs = 1000, others: num
     for (const pid of targets) signalPid(pid, signal);
   };
   send('SIGTERM');
-  const wait = async (until: number) => {
-    let pause = 2;
-    while (alive() && Date.now() < until) {
-      await sleep(pause);
-      pause = Math.min(20, pause * 2);
-    }
-  };
+  const wait = (until: number) => waitWhile(alive, until);
   await wait(Date.now() + graceMs);
   if (alive()) {
     // Whatever forked during the grace is a descendant of someone still alive.

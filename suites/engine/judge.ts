@@ -33,10 +33,12 @@ const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028
  */
 export function commandText(text: string, dir?: string, max = 120): string {
   const bytes = Buffer.byteLength(text, 'utf8');
-  let shown = dir ? text.split(dir).join('<tmp>') : text;
+  // Only the head can show: escape and count no more than that (a command may be 100 KB, and every call shows its own).
+  const head = text.slice(0, 4 * max + (dir?.length ?? 0));
+  let shown = dir ? head.split(dir).join('<tmp>') : head;
   shown = shown.replace(UNSAFE, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
   const chars = [...shown];
-  return chars.length > max ? `${chars.slice(0, max).join('')}… (${bytes} bytes)` : shown;
+  return chars.length > max || head.length < text.length ? `${chars.slice(0, max).join('')}… (${bytes} bytes)` : shown;
 }
 
 /** True when an argv mentions the nonce, also inside a shell string that wraps the command. */

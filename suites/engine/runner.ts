@@ -60,7 +60,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.
     findings = (await Promise.all([...runs.values()].map((run) => run.log.judge(suite.checks)))).flat();
-    suite.removeFiles();
+    await suite.removeFiles();
   }
   // Report order follows the scenario list, whatever order they finished in.
   const ran = jobs.flatMap((job) => runs.get(job) ?? []);

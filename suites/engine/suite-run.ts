@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Transport } from '../../harness/codex-wire.js';
@@ -124,9 +125,9 @@ export class SuiteRun {
     sweepRun(this.scope);
   }
 
-  /** The temp dir goes once the monitor has read every log in it. */
-  removeFiles(): void {
-    rmSync(this.root, { recursive: true, force: true });
+  /** The temp dir goes once the monitor has read every log in it (off the event loop: other runs may share it). */
+  async removeFiles(): Promise<void> {
+    await rm(this.root, { recursive: true, force: true });
     for (const forget of this.forget) forget();
   }
 }
