@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { SparePool } from '../../harness/spare-pool.js';
 import { JobPool } from '../../suites/engine/pool.js';
 
@@ -51,25 +51,41 @@ describe('JobPool: --jobs bounds acting, start-ups may overlap beyond it', () =>
   });
 });
 
-describe('SparePool: starts ahead, further ahead when the starts lag', () => {
-  test('one spare ahead while spares are ready; more (up to four) after a take had to wait', async () => {
-    let starts = 0;
-    let delayMs = 0;
-    const pool = new SparePool<number>(
-      () => {
-        const n = ++starts;
-        return new Promise((resolve) => setTimeout(() => resolve(n), delayMs));
-      },
-      async () => undefined,
-    );
-    await pool.take();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    await pool.take(); // its spare was ready
-    expect(starts).toBe(3); // the two taken and one ahead
-    delayMs = 120;
-    await pool.take(); // ready (started at 0 ms delay)
-    await pool.take(); // had to wait 120 ms: one more ahead from now on
-    expect(starts).toBe(6);
-    await pool.drain();
+describe('SparePool: as many start ahead as one start covers of the time between takes', () => {
+  test('one ahead while starts are quick; four once a start takes four times the work between takes', async () => {
+    vi.useFakeTimers();
+    try {
+      let starts = 0;
+      let startMs = 10;
+      const pool = new SparePool<number>(
+        () => {
+          const n = ++starts;
+          const ms = startMs;
+          return new Promise((resolve) => setTimeout(() => resolve(n), ms));
+        },
+        async () => undefined,
+      );
+      /** Works `workMs` on the last one, then takes the next (the clock runs while it waits). */
+      const take = async (workMs: number) => {
+        await vi.advanceTimersByTimeAsync(workMs);
+        const taken = pool.take();
+        let done = false;
+        void taken.then(() => (done = true));
+        while (!done) await vi.advanceTimersByTimeAsync(1);
+        return taken;
+      };
+      await take(0); // nothing measured yet: one ahead
+      await take(100); // its spare was ready; a start (10 ms) covers a tenth of the work: one ahead
+      expect(starts).toBe(3);
+      startMs = 400;
+      await take(100); // ready (started at 10 ms); the next starts in 400 ms
+      await take(100); // waited for it: 400 ms over 100 ms between takes
+      expect(starts).toBe(4 + 4);
+      const drained = pool.drain();
+      await vi.advanceTimersByTimeAsync(400);
+      await drained;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
