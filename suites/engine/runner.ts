@@ -16,7 +16,7 @@ export { sandboxOptIn } from './server-driver.js';
 const RESIDENT_GRACE_MS = 2_000;
 
 /** Server start-ups under way per scenario acting at once. */
-const STARTS_PER_SLOT = 8;
+const STARTS_PER_SLOT = 3;
 
 /**
  * Runs `scenarios` as the plan says: one job per scenario and transport, `plan.jobs` at a time;
