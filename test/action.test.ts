@@ -197,6 +197,8 @@ describe('action.yml, run as GitHub would', () => {
         server: `node\n${relative(root, referenceServer)}`,
         reporters: `html=${join(multiLine, 'one.html')}\nhtml=${join(multiLine, 'two.html')}`,
         'working-directory': root,
+        // The action's plumbing is the subject: test/cli.test.ts runs the reference's default run, exploration included.
+        config: noExplore(),
       },
       { cwd: workspace('reference') },
     ));
