@@ -123,8 +123,13 @@ export function mutantCases(part: 0 | 1): void {
         async () => {
           const { args, options, variant } = casePlan(mutant, expected);
           const report = await runAgainst(args, options, variant);
-          expect(findings(report.results, 'fail')).toEqual([...expected.fail].sort());
-          expect(findings(report.results, 'warn')).toEqual([...expected.warn].sort());
+          // On a mismatch, what each finding said (an unexpected one is otherwise only a check id).
+          const said = report.results
+            .filter((r) => r.status === 'fail' || r.status === 'warn')
+            .map((r) => `${r.transport} ${r.id} ${r.status}: ${r.message ?? ''}`)
+            .join('\n');
+          expect(findings(report.results, 'fail'), said).toEqual([...expected.fail].sort());
+          expect(findings(report.results, 'warn'), said).toEqual([...expected.warn].sort());
           // The crowded mutant counts its siblings through pid files in a directory of its own.
           const crowd = expected.variant?.env?.CROWD_KEY;
           if (crowd) rmSync(join(tmpdir(), `msc-crowd-${crowd}`), { recursive: true, force: true });
