@@ -13,8 +13,8 @@ export interface GradedResult extends Omit<CheckResult, 'status'> {
   status: GradedStatus;
 }
 
-/** A run's report with its results graded. */
-export type GradedReport = Omit<RunReport, 'results'> & { results: GradedResult[] };
+/** A run's report with its results graded, and the checks --skip left out (their ids: a blocker the user set aside). */
+export type GradedReport = Omit<RunReport, 'results'> & { results: GradedResult[]; skipped?: string[] };
 
 /**
  * The one place a finding's level becomes its status: a failed MUST check fails the run; a failed

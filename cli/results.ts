@@ -18,7 +18,7 @@ import {
   type BaselineEntry,
   type ReportedResult,
 } from './baseline.js';
-import { assertOutputDirectory, assertWritableFile, loadConfig, UsageError } from './config.js';
+import { assertOutputDirectory, assertWritableFile, globMatcher, loadConfig, UsageError } from './config.js';
 import { listOf } from './parser.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type * as HumanReporter from './reporters/human.js';
@@ -93,6 +93,7 @@ export interface ResultArgs {
   'http-command'?: string;
   env?: string | string[];
   config?: string;
+  skip?: string | string[];
   _: (string | number)[];
   '--'?: (string | number)[];
 }
@@ -200,11 +201,20 @@ const RENDER: Record<Exclude<ReporterName, 'human'>, () => Promise<(data: Report
   html: async () => (await import('./reporters/html.js')).renderHtml,
 };
 
+/** The checks --skip left out: a could-not-run they block is a cause the user set aside (cli/exit-codes.ts). */
+function skippedBy(args: ResultArgs, checks: CheckDef[]): { skipped?: string[] } {
+  const globs = listOf(args.skip);
+  if (globs.length === 0) return {};
+  const matches = globMatcher(globs);
+  return { skipped: checks.filter((check) => matches(check.id)).map((check) => check.id) };
+}
+
 /** Applies the baseline, writes every report and transcript, and returns the exit code. */
 export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
   const secrets = [...userSecrets(args), ...(context.secrets ?? [])];
-  const report = sanitizeRun(withHints({ ...rawReport, results: grade(rawReport.results, strictOf(args)) }, context.mode), secrets);
+  const graded = { ...rawReport, results: grade(rawReport.results, strictOf(args)), ...skippedBy(args, context.checks) };
+  const report = sanitizeRun(withHints(graded, context.mode), secrets);
   const specs = parseReporters(listOf(args.reporter));
   const baselineFile = single(args, 'baseline');
   const transcriptsDir = single(args, 'transcripts');

@@ -59,7 +59,7 @@ function row(result: ReportedResult, data: ReportData, both: boolean): string {
   const file = transcriptFileOf(data, scenario);
   const parts: string[] = [`<div class="title">${esc(result.title)}</div>`];
   if (result.baseline) parts.push(`<div class="baseline">baseline <code>${esc(result.baseline.entry.id)}</code>: ${esc(result.baseline.entry.reason)}</div>`);
-  if (result.blockedBy) parts.push(`<div class="blocked">could not run${esc(blockedNote(result, data.report.results))}</div>`);
+  if (result.blockedBy) parts.push(`<div class="blocked">could not run${esc(blockedNote(result, data.report))}</div>`);
   if (result.message) parts.push(`<div class="message">${esc(truncate(result.message, MAX_VALUE))}</div>`);
   if (result.diff?.length) {
     // A problem's diff is what the reader came for: unfolded from the start.

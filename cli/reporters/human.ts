@@ -96,13 +96,16 @@ function messageLines(head: string, message: string, indent: string): string[] {
 
 /**
  * " (blocked by <id>)" for a could-not-run that another check's failure kept from running, noting
- * when that failure is one the baseline expects (the run is then not incomplete on its account).
+ * when that failure is one the baseline expects, or a check --skip left out (the run is then not
+ * incomplete on its account).
  */
-export function blockedNote(result: GradedResult, results: GradedResult[]): string {
+export function blockedNote(result: GradedResult, { results, skipped }: Pick<GradedReport, 'results' | 'skipped'>): string {
   if (!result.blockedBy) return '';
-  const expected = blockedByExpectedFailure(result, results);
+  const expected = blockedByExpectedFailure(result, results, skipped);
+  const left = !results.some((r) => r.id === result.blockedBy) && skipped?.includes(result.blockedBy);
   const direct = results.some((r) => r.id === result.blockedBy && r.status === 'xfail');
-  return ` (blocked by ${result.blockedBy}${!expected ? '' : direct ? ', an expected failure' : ', itself blocked by an expected failure'})`;
+  const why = !expected ? '' : left ? ', which --skip left out' : direct ? ', an expected failure' : ', itself blocked by an expected failure';
+  return ` (blocked by ${result.blockedBy}${why})`;
 }
 
 export interface HumanOptions {
@@ -169,7 +172,7 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   const bothTransports = (report.transports ?? [...new Set(report.results.map((r) => r.transport))]).length > 1;
   const defs = new Map(options.checks.map((d) => [d.id, d]));
   // A skip reason shared by three checks or more is said once, after the list, with the count.
-  const whyOf = (result: GradedResult) => (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report.results)}`);
+  const whyOf = (result: GradedResult) => (result.reason === 'not-applicable' ? 'not applicable' : `could not run${blockedNote(result, report)}`);
   const skipKey = (result: GradedResult) => `${whyOf(result)}\0${result.message ?? ''}`;
   const shared = new Map<string, number>();
   for (const result of report.results) if (result.status === 'skip') shared.set(skipKey(result), (shared.get(skipKey(result)) ?? 0) + 1);

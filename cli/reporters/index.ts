@@ -42,7 +42,7 @@ export interface TargetDescription {
 
 /** A run after its baseline: what all reporters render. */
 export interface ReportData {
-  report: Omit<RunReport, 'results'> & { results: ReportedResult[] };
+  report: Omit<RunReport, 'results'> & { results: ReportedResult[]; skipped?: string[] };
   tool: { name: string; version: string };
   target: TargetDescription;
   checks: CheckDef[];

@@ -113,7 +113,7 @@ export function toDocument(data: ReportData): ReportDocument {
       scenario: r.scenario,
       status: r.status,
       ...(r.status === 'skip' && r.reason ? { skipReason: r.reason } : {}),
-      ...(r.blockedBy ? { blockedBy: r.blockedBy, blockedByExpectedFailure: blockedByExpectedFailure(r, report.results) } : {}),
+      ...(r.blockedBy ? { blockedBy: r.blockedBy, blockedByExpectedFailure: blockedByExpectedFailure(r, report.results, report.skipped) } : {}),
       ...(r.message !== undefined ? { message: r.message } : {}),
       ...(r.expected !== undefined ? { expected: r.expected } : {}),
       ...(r.actual !== undefined ? { actual: r.actual } : {}),

@@ -115,7 +115,7 @@ export function renderJunit(data: ReportData): string {
         withContent(testCase, 'error', details(result, scenario, file));
         break;
       case 'skip':
-        withSkipMessage(testCase, `${result.reason ?? 'skipped'}${blockedNote(result, report.results)}: ${result.message ?? ''}`);
+        withSkipMessage(testCase, `${result.reason ?? 'skipped'}${blockedNote(result, report)}: ${result.message ?? ''}`);
         break;
       case 'xfail':
         withSkipMessage(testCase, `expected failure (baseline): ${result.baseline?.entry.reason ?? ''}`);

@@ -13,7 +13,10 @@ export interface Job {
 export class Control {
   private resolve!: (facts: ControlFacts) => void;
   readonly facts = new Promise<ControlFacts>((resolve) => (this.resolve = resolve));
+  /** The facts, once published (the first publication counts, as for the promise). */
+  known?: ControlFacts;
   publish(facts: ControlFacts): void {
+    this.known ??= facts;
     this.resolve(facts);
   }
 }

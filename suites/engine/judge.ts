@@ -1,5 +1,6 @@
 import diff from 'microdiff';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
+import { adapterRejection } from '../../harness/exec-adapter.js';
 import type { Launch, Observations } from '../../harness/observers.js';
 import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Verdict } from './model.js';
 import { isObject } from '../../harness/json.js';
@@ -212,15 +213,32 @@ export async function judgeStateReachedLaunch(
   });
 }
 
+/** Our own exec call rejected as invalid (a schema error, an unknown tool): the exec checks it fed could not run. */
+export const adapterRejected = (rejection: string): Verdict =>
+  couldNotRun(`the exec adapter's call was rejected: ${rejection.slice(0, 300)}`, undefined, 'exec-adapter');
+
 /** The positive control: the probe ran under a launch of the launcher the suite gave. */
 export function controlFacts(probe: ExecProbe, observations: Observations): ControlFacts {
   const ran = probeRan(observations, probe.nonce);
   const launch = launchOf(observations, probe.nonce);
   if (launch?.launcher === 'a' && (!ran || ran.launchId === launch.id)) return { works: true, detail: 'the command ran through the launcher' };
-  return {
-    works: false,
-    detail: `with everything Codex sends, the command ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})`,
-  };
+  const detail = `with everything Codex sends, the command ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})`;
+  return { works: false, detail, ...controlBlocker(probe, observations) };
+}
+
+/**
+ * Whether the control's call proves that no exec check can run: rejected as invalid, or answered
+ * with nothing executed at all (no launch, no run of the command, no trap). A call that got no
+ * answer proves nothing of the kind (the server may only be slow).
+ */
+function controlBlocker(probe: ExecProbe, observations: Observations): Pick<ControlFacts, 'blocker'> {
+  const rejected = adapterRejection(probe.outcome);
+  if (rejected) return { blocker: adapterRejected(rejected) };
+  const answered = probe.outcome.kind === 'result' || probe.outcome.kind === 'error';
+  const nothing = observations.launches.every((l) => l.isCapabilityProbe) && observations.probeRuns.length === 0 && observations.trapCalls.length === 0;
+  if (!answered || !nothing) return {};
+  const answer = JSON.stringify(summarizeOutcome(probe.outcome));
+  return { blocker: couldNotRun(`the exec tool executed nothing, even for a call with everything Codex sends (${answer})`, CONTROL_CHECK) };
 }
 
 /**

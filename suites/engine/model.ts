@@ -241,6 +241,12 @@ export function scenarioFinder(scenarios: readonly ScenarioRecord[]): (result: P
 export interface ControlFacts {
   works: boolean;
   detail: string;
+  /**
+   * Set when the control shows that no exec check can run: the adapter's own call was rejected as
+   * invalid, or an answered call with everything Codex sends executed nothing at all. What the
+   * checks that depend on the control get without starting a server (ScenarioRun).
+   */
+  blocker?: Verdict;
 }
 
 /**
@@ -331,6 +337,8 @@ export interface ScenarioContext {
    * monitor also sees a command that runs late (the worker is free meanwhile).
    */
   lingerAfter(ms: number): void;
+  /** Counts server starts the scenario left out because a known blocker had decided what they would show (the report's stats). */
+  startsSaved(starts: number): void;
   /**
    * Plants a trap (see ScenarioObservers.trap; `executable: false` leaves off the execute bit)
    * whose firing is charged to `check` (default: this scenario's first check).
@@ -435,6 +443,12 @@ export interface ScenarioBase {
   isControl?: boolean;
   /** Takes several times a plain scenario (extra servers, waits): started early so it is not the run's tail. */
   long?: boolean;
+  /**
+   * Its calls carry the authority in forms the control's call does not (one state key alone), or
+   * draw every form (exploration): a control call that executed nothing does not decide whether
+   * they run anything, so it starts even then. Only a rejected adapter call keeps it from starting.
+   */
+  ownCallForms?: boolean;
   /** Its own time budget, when the plain scenario timeout (`base`) does not fit it (exploration). */
   timeoutMs?: (options: RunOptions, base: number) => number;
   /**
@@ -493,6 +507,14 @@ export const couldNotRun = (message: string, blockedBy?: string, hint?: Hint): V
   ...(blockedBy ? { blockedBy } : {}),
   ...(hint ? { hint } : {}),
 });
+/** The check that decides whether the server opts in (CAP-1): what a check that needs sandbox keys is blocked by. */
+export const OPT_IN_CHECK = 'capability/advertised';
+/**
+ * A check that needs the sandbox keys, on a server that did not opt in: one cause, one verdict,
+ * blocked by CAP-1's check. `hint` only where --assume-opt-in would make the check run.
+ */
+export const blockedByOptIn = (message: string, hint?: Hint): Verdict => couldNotRun(message, OPT_IN_CHECK, hint);
+export const didNotOptIn = (): Verdict => blockedByOptIn('the server did not opt in, so Codex sends it no sandbox keys', 'assume-opt-in');
 export const notApplicable = (message: string, hint?: Hint): Verdict => ({ status: 'skip', reason: 'not-applicable', message, ...(hint ? { hint } : {}) });
 
 /**

@@ -58,8 +58,13 @@ export interface RunReport {
   durationMs: number;
   /** Server mode: how the host answered elicitation/create, and every request the servers sent, in scenario order. */
   elicitation?: { answer: ElicitationAnswer; requests: ElicitationRecord[] };
-  /** How much was started: server starts (scenario connections and extra ones) and scenarios run (the time per phase is in `scenarios`). */
-  stats?: { serverStarts: number; scenariosRun: number };
+  /**
+   * How much was started: server starts (scenario connections and extra ones) and scenarios run (the
+   * time per phase is in `scenarios`); and the starts left out because a known blocker (no opt-in, a
+   * control call that executed nothing or was rejected) had decided their checks, one per scenario
+   * not started and per exploration sequence not run.
+   */
+  stats?: { serverStarts: number; scenariosRun: number; startsSaved?: number };
 }
 
 /** Why a target never got through startup. */

@@ -74,7 +74,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     ...(suite.exec ? { exec: suite.exec } : {}),
     ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.elicitations) } }),
     durationMs: Date.now() - suite.started,
-    stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun },
+    stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved },
   };
 }
 

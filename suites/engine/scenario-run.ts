@@ -24,8 +24,6 @@ import { decideVerdict, type JobEnd } from './verdict.js';
 /** Drives one scenario job once it is under way (server mode starts servers, host mode drives a host). */
 export type ScenarioDriver = (run: ScenarioRun, scope: ProcessScope) => Promise<void>;
 
-const NOT_OPTED_IN = 'the server did not opt in (see capability/advertised), so Codex sends it no sandbox keys';
-export const didNotOptIn = (): Verdict => couldNotRun(NOT_OPTED_IN, undefined, 'assume-opt-in');
 const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-target');
 
 /**
@@ -94,7 +92,8 @@ export class ScenarioRun {
           : notApplicable('needs a stdio target', 'stdio-target');
       if (unmet) this.decide(check.id, unmet);
     }
-    const blocker = this.blocker();
+    await this.controlDecides();
+    const blocker = this.blocker() ?? this.knownBlocker();
     if (blocker) this.end = { undecided: blocker };
     // A resident decides no check of its own: it runs for the calls it makes.
     if (!blocker && (this.scenario.resident || this.scenario.checks.some((c) => !this.decided(c.id)))) await this.runScoped(drive);
@@ -181,15 +180,35 @@ export class ScenarioRun {
 
   /** Why the job must not start at all (verdict.ts, 1b). */
   private blocker(): Verdict | undefined {
-    const { suite, job, scenario } = this;
+    const { suite, job } = this;
     const dead = suite.deadAtStart.get(job.transport);
     if (dead) return couldNotRun(`target failed to start: ${dead.message}`);
     if (suite.runExpired) return couldNotRun(`${suite.runExpired} before this scenario started`, undefined, 'run-timeout');
-    // A server that did not opt in gets no sandbox keys from Codex: starting it again for every
-    // scenario that needs them would learn nothing.
-    const optInOnly = scenario.checks.every((c) => this.decided(c.id) || c.needs.includes('opt-in'));
-    if (suite.notOptedIn.has(job.transport) && !suite.plan.options.assumeOptIn && optInOnly) return didNotOptIn();
     return undefined;
+  }
+
+  /** The checks still to decide, when the job runs at all (a resident or the control decides none that way). */
+  private open(): CheckDef[] {
+    const { job, scenario } = this;
+    return !job.runs || scenario.isControl || scenario.resident ? [] : scenario.checks.filter((c) => !this.decided(c.id));
+  }
+
+  /**
+   * A job of exec checks over stdio waits for the control's facts before it starts, so that whether
+   * it starts (knownBlocker) does not depend on timing; one of `ownCallForms` does not wait: nothing
+   * but a rejected adapter call keeps it from starting.
+   */
+  private async controlDecides(): Promise<void> {
+    if (this.job.transport === 'stdio' && !this.scenario.ownCallForms && this.open().some((c) => c.needs.includes('exec'))) await this.suite.control.facts;
+  }
+
+  /** A blocker already known for every check still to decide (SuiteRun.knownBlocker): its server would show nothing more. */
+  private knownBlocker(): Verdict | undefined {
+    const open = this.open();
+    const blockers = open.map((c) => this.suite.knownBlocker(c, this.job.transport, this.scenario.ownCallForms));
+    if (open.length === 0 || !blockers.every(Boolean)) return undefined;
+    this.suite.startsSaved++;
+    return blockers[0];
   }
 
   private async runScoped(drive: ScenarioDriver): Promise<void> {
@@ -280,6 +299,18 @@ export class ScenarioRun {
     return this.scenario.checks.filter((check) => this.suite.plan.select(check.id));
   }
 
+  /**
+   * A not-applicable check's hint (what to add to make it apply) only when following it would make
+   * it run: with a known blocker (SuiteRun.knownBlocker) it would only turn into a could-not-run.
+   */
+  private withoutDeadEndHint(check: CheckDef, verdict: Verdict): Verdict {
+    if (verdict.status !== 'skip' || verdict.reason !== 'not-applicable' || !verdict.hint) return verdict;
+    const blocker = this.suite.knownBlocker(check, this.job.runs ? this.job.transport : undefined, this.scenario.ownCallForms);
+    if (!blocker || blocker.status !== 'skip') return verdict;
+    const { hint: _dropped, ...rest } = verdict;
+    return { ...rest, message: `${verdict.message} (adding it would not help: ${blocker.message})` };
+  }
+
   /** The final results of the reported checks, given the findings charged to each (verdict.ts). */
   results(findingsOf: (checkId: string) => Finding[]): CheckResult[] {
     const { scenario, job } = this;
@@ -292,7 +323,14 @@ export class ScenarioRun {
         findings: findingsOf(check.id),
         elicitationElsewhere: this.suite.refusedAfterElicitation.get(job.transport),
       });
-      return resultOf(verdict, { id: check.id, rule: check.rule, level: check.level, title: check.title, transport: job.transport, scenario: scenario.id });
+      return resultOf(this.withoutDeadEndHint(check, verdict), {
+        id: check.id,
+        rule: check.rule,
+        level: check.level,
+        title: check.title,
+        transport: job.transport,
+        scenario: scenario.id,
+      });
     });
   }
 }

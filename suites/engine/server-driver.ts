@@ -4,10 +4,11 @@ import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import type { Connection } from '../../harness/target.js';
-import { couldNotRun, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { couldNotRun, didNotOptIn, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { adapterRejected } from './judge.js';
 import { monitor } from './monitor.js';
 import { sessionAllowed } from './plan.js';
-import { didNotOptIn, type ScenarioRun } from './scenario-run.js';
+import type { ScenarioRun } from './scenario-run.js';
 import { callSurface, MonitorLog, type CallSite } from './server-calls.js';
 import { ScenarioServers } from './server-servers.js';
 
@@ -122,6 +123,9 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     lingerAfter: (ms) => {
       run.log.lingerMs = Math.max(run.log.lingerMs, ms);
     },
+    startsSaved: (starts) => {
+      suite.startsSaved += starts;
+    },
     isolated: async (body, options = {}) => {
       // A fresh server each time, but its startup (most of a short sequence's cost) overlaps the sequence before it.
       const fresh = await servers.spares.take();
@@ -158,8 +162,5 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
 function judgeAdapter(run: ScenarioRun, scenario: Scenario, exec: ExecAdapter | undefined): void {
   const rejected = run.log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
   if (!rejected || !exec) return;
-  for (const check of scenario.checks) {
-    if (check.needs.includes('exec'))
-      run.decide(check.id, couldNotRun(`the exec adapter's call was rejected: ${rejected.slice(0, 300)}`, undefined, 'exec-adapter'));
-  }
+  for (const check of scenario.checks) if (check.needs.includes('exec')) run.decide(check.id, adapterRejected(rejected));
 }

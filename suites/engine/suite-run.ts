@@ -9,7 +9,7 @@ import { ProcessScope } from '../../harness/process-scope.js';
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import type { Control, Job } from './jobs.js';
-import type { Lifetime } from './model.js';
+import { didNotOptIn, type CheckDef, type Lifetime, type Verdict } from './model.js';
 import type { JobPool } from './pool.js';
 import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan, type StartFailure } from './plan.js';
 
@@ -30,6 +30,8 @@ export class SuiteRun {
   readonly connect: Connector;
   serverStarts = 0;
   scenariosRun = 0;
+  /** Server starts left out because a known blocker decided their checks (knownBlocker). */
+  startsSaved = 0;
   done = 0;
   readonly startedOnce = new Set<Transport>();
   readonly deadAtStart = new Map<Transport, StartFailure>();
@@ -75,6 +77,19 @@ export class SuiteRun {
       this.runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
       this.scope.abort(this.runExpired);
     }, runTimeoutMs);
+  }
+
+  /**
+   * What keeps `check` from running on `transport` (undefined: a transport without a target) whatever
+   * the user adds, once known: a server that did not opt in, or the control's blocker (over stdio,
+   * where the control runs). A scenario of `ownCallForms` is kept only by a rejected adapter call.
+   */
+  knownBlocker(check: CheckDef, transport: Transport | undefined, ownCallForms = false): Verdict | undefined {
+    const notOptedIn = transport ? this.notOptedIn.has(transport) : this.notOptedIn.size > 0;
+    if (check.needs.includes('opt-in') && notOptedIn && !this.plan.options.assumeOptIn) return didNotOptIn();
+    const control = this.control.known?.blocker;
+    if (!control || !check.needs.includes('exec') || (transport ?? 'stdio') !== 'stdio') return undefined;
+    return ownCallForms && !(control.status === 'skip' && control.hint === 'exec-adapter') ? undefined : control;
   }
 
   /** Every scenario but the residents has finished. */

@@ -1,6 +1,6 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { pathToFileURL } from 'node:url';
-import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf } from '../engine/judge.js';
+import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf, waitForControl } from '../engine/judge.js';
 import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from '../engine/model.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 
@@ -26,10 +26,12 @@ export const deprecatedKeyOnly = aliasCheck(
 );
 
 function aliasScenario(check: CheckDef, entries: (ctx: ScenarioContext) => SandboxEntries): Scenario {
-  return singleCheckScenario(check, async (ctx) => {
+  const scenario = singleCheckScenario(check, async (ctx) => {
     const probe = await ctx.execProbe(entries(ctx));
     return judgeStateReachedLaunch(probe, await ctx.observe(), ctx.state, `a call with ${check.title.replace(/^launches with the state when /, '')}`, ctx);
   });
+  // One key alone may launch where the control's two keys did not (a server that takes them for a conflict).
+  return { ...scenario, ownCallForms: true };
 }
 
 export const conflictPrefersCurrent: CheckDef = {
@@ -65,7 +67,9 @@ const conflictScenario = singleCheckScenario(conflictPrefersCurrent, async (ctx)
   const launch = launchOf(observations, probe.nonce) ?? observations.trapCalls.find((t) => carriesNonce(t.argv, probe.nonce));
   let verdict: Verdict;
   if (!launch) {
-    verdict = await judgeFailClosed(probe, observations, ctx.control());
+    // Blocked, not blamed: when the control's call ran nothing through the launcher either, what this
+    // call did says nothing of the two keys (a command run directly is EXEC-1's finding).
+    verdict = (await waitForControl(ctx, 'the conflicting call launched nothing')) ?? (await judgeFailClosed(probe, observations, ctx.control()));
     if (verdict.status === 'pass') verdict = pass('the server refused the conflicting call');
   } else if (carriesState(launch.argv, deprecated)) {
     verdict = fail(`with conflicting keys the server forwarded the ${STATE_KEY_DEPRECATED} value`, { expected: current, actual: launch.argv });

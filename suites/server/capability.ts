@@ -1,5 +1,5 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
-import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from '../engine/model.js';
+import { blockedByOptIn, fail, pass, type CheckDef, type Scenario, type Verdict } from '../engine/model.js';
 import { isObject } from '../../harness/json.js';
 
 const SOURCE = 'CONTRACT.md §1 and §3 (CAP-1, CAP-2)';
@@ -54,8 +54,9 @@ export function judgeCapabilities(initializeResult: Record<string, unknown>): Ma
     verdicts.set(advertised.id, fail('the server does not opt in to the sandbox contract', { expected, actual }));
   }
 
-  // Which name a server uses only matters once it opts in: one cause, one finding (CAP-1's).
-  if (objectKeys.length === 0) verdicts.set(currentName.id, notApplicable(`the server does not opt in under either name (see ${advertised.id})`));
+  // Which name a server uses only matters once it opts in: one cause, one finding (CAP-1's), and
+  // no hint (--assume-opt-in changes what the suite sends, not what the server advertises).
+  if (objectKeys.length === 0) verdicts.set(currentName.id, blockedByOptIn('the server did not opt in under either name'));
   else if (isObject(experimental) && isObject(experimental[STATE_KEY])) verdicts.set(currentName.id, pass());
   else if (objectKeys.includes(STATE_KEY_DEPRECATED)) {
     verdicts.set(currentName.id, fail(`only the deprecated name "${STATE_KEY_DEPRECATED}" is advertised`, { expected, actual }));

@@ -747,7 +747,24 @@ interface Exploration {
   deadline?: number;
   /** Set once any worker found a failure or hit a wall: the others stop starting sequences. */
   stopped: boolean;
+  /** Set when no sequence has executed anything and the control shows none will (ControlFacts.blocker): the verdict. */
+  blocked?: Verdict;
+  /** How many sequences have executed anything, over every worker. */
+  executed(): number;
   tick(): void;
+}
+
+/**
+ * After a sequence, over stdio: when no sequence so far executed anything and the control's call
+ * shows that nothing will (it was rejected, or executed nothing at all), further sequences would
+ * start servers for nothing.
+ */
+async function stopWhenBlocked(ctx: ScenarioContext, shared: Exploration): Promise<void> {
+  if (ctx.transport !== 'stdio' || shared.executed() > 0 || shared.blocked) return;
+  const { blocker } = await ctx.control();
+  if (!blocker || shared.executed() > 0) return;
+  shared.blocked = blocker;
+  shared.stopped = true;
 }
 
 /** One fast-check run of `runs` sequences from `result.seed`, filling in `result` as it goes. */
@@ -784,7 +801,10 @@ async function exploreWorker(
       result.executed += outcome.executed;
     }
     shared.tick();
-    if (outcome.violations.length === 0) return true;
+    if (outcome.violations.length === 0) {
+      await stopWhenBlocked(ctx, shared);
+      return true;
+    }
     shared.stopped = true;
     result.failure = outcome;
     return false;
@@ -820,6 +840,7 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   const shared: Exploration = {
     deadline,
     stopped: false,
+    executed: () => results.reduce((n, r) => n + r.executed, 0),
     tick: () => {
       const run = results.reduce((n, r) => n + r.sequences, 0);
       const shrinking = results.reduce((n, r) => n + r.shrinks, 0);
@@ -837,6 +858,10 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   const executed = results.reduce((n, r) => n + r.executed, 0);
   const failed = results.find((r) => r.failure);
   if (failed?.failure) return failure(failed, failed.failure);
+  if (shared.blocked && !replay) {
+    ctx.startsSaved(options.runs - sequences);
+    return shared.blocked;
+  }
   const broken = results.find((r) => r.infrastructure);
   if (broken) return { status: 'error', message: `exploration stopped after ${sequences} sequence${sequences === 1 ? '' : 's'}: ${broken.infrastructure}` };
   if (sequences === 0) return couldNotRun('the exploration budget ran out before any sequence ran');
@@ -880,6 +905,8 @@ export const exploreScenario: Scenario = {
   needs: ['exec', 'opt-in'],
   transports: ['stdio', 'http'],
   long: true,
+  // Its sequences draw every form of authority: one the control's call did not use may launch.
+  ownCallForms: true,
   // A budget in time is the exploration's own bound (shrinking included); a budget in sequences has only the run timeout.
   timeoutMs: (options, base) => (options.explore?.timeMs !== undefined ? base + options.explore.timeMs + SHRINK_ALLOWANCE_MS : Number.MAX_SAFE_INTEGER),
   run: async (ctx) => {
