@@ -121,6 +121,16 @@ describe('grading a check that could not run because another failed', () => {
     for (const status of ['warn', 'pass', 'skip'] as const) expect(exit([{ ...control!, status }, ...blocked]), status).toBe(3);
     expect(exit(blocked)).toBe(3);
   });
+  test('a blocker --skip left out is set aside like an expected failure; one merely not selected (--only) is not', () => {
+    const blocked = blockedResults({ unblocked: false }).slice(1);
+    const skipped = ['launcher/runs-given-executable'];
+    expect(blocked.map((r) => blockedByExpectedFailure(r, blocked, skipped))).toEqual([true, true, true]);
+    expect(exitCodeFor({ scenarios: [], results: blocked, durationMs: 0, skipped })).toBe(0);
+    expect(exitCodeFor({ scenarios: [], results: blocked, durationMs: 0, skipped: ['capability/advertised'] })).toBe(3);
+    // Left out, but its result is there all the same (another transport's): that result decides.
+    const [control] = blockedResults({ unblocked: false });
+    expect(exitCodeFor({ scenarios: [], results: [control!, ...blocked], durationMs: 0, skipped })).toBe(1);
+  });
   test('the blocker on the same transport decides; a cycle is not an excuse', () => {
     const [control, argv] = blockedResults({ baseline: true, unblocked: false });
     const httpArgv = { ...argv!, transport: 'http' as const };

@@ -96,9 +96,28 @@ describe('a run', () => {
   test('a server that did not opt in: exec checks could not run; --assume-opt-in runs them', async () => {
     const plain = await cli(['--only', 'launcher/*', '--', process.execPath, mutantsServer, 'no-capability']);
     expect(plain.code).toBe(3);
-    expect(plain.stdout).toMatch(/could not run: the server did not opt in/);
+    expect(plain.stdout).toMatch(/could not run \(blocked by capability\/advertised\): the server did not opt in/);
     const assumed = await cli(['--assume-opt-in', '--only', 'launcher/*', '--', process.execPath, mutantsServer, 'no-capability']);
     expect(assumed.code).toBe(0);
+  });
+  test('a server that did not opt in, with its one failure left out by --skip: complete, exit 0, and no pointer to the skipped check', async () => {
+    const { code, stdout } = await cli([
+      '--only',
+      'launcher/*',
+      '--only',
+      'capability/*',
+      '--skip',
+      'capability/advertised',
+      '--',
+      process.execPath,
+      mutantsServer,
+      'no-capability',
+    ]);
+    expect(code, stdout).toBe(0);
+    expect(stdout).toMatch(
+      /checks could not run \(blocked by capability\/advertised, which --skip left out\): the server did not opt in, so Codex sends it no sandbox keys/,
+    );
+    expect(stdout).not.toMatch(/see capability\/advertised/);
   });
   test('a server that did not opt in is not started again for every scenario that needs sandbox keys', async () => {
     const report = await runAgainst([mutantsServer, 'no-capability'], {}, { http: false, select: (id) => !id.startsWith('catalog/') });

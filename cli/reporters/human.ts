@@ -13,6 +13,9 @@ export interface Tally {
   passed: number;
   failed: number;
   skipped: number;
+  /** The skipped, split by reason: not applicable to this target or run, and could not run. */
+  notApplicable: number;
+  couldNotRun: number;
   warnings: number;
   errors: number;
   xfail: number;
@@ -25,6 +28,8 @@ export function tally(results: GradedResult[]): Tally {
     passed: count('pass'),
     failed: count('fail'),
     skipped: count('skip'),
+    notApplicable: results.filter((r) => r.status === 'skip' && r.reason === 'not-applicable').length,
+    couldNotRun: results.filter((r) => r.status === 'skip' && r.reason !== 'not-applicable').length,
     warnings: count('warn'),
     errors: count('error'),
     xfail: count('xfail'),
@@ -128,8 +133,9 @@ export interface HumanOptions {
 /** How long the run took and what it started: the run's cost follows its checks, not its processes. */
 function timingLine(report: GradedReport, mode: HumanOptions['mode']): string | undefined {
   if (!report.stats) return undefined;
-  const { serverStarts, scenariosRun } = report.stats;
-  const starts = mode === 'host' ? '' : `, ${serverStarts} server start${serverStarts === 1 ? '' : 's'}`;
+  const { serverStarts, scenariosRun, startsSaved } = report.stats;
+  const saved = startsSaved ? ` (${startsSaved} saved: their checks were decided by a known blocker)` : '';
+  const starts = mode === 'host' ? '' : `, ${serverStarts} server start${serverStarts === 1 ? '' : 's'}${saved}`;
   return `run: ${(report.durationMs / 1000).toFixed(1)} s, ${scenariosRun} scenario${scenariosRun === 1 ? '' : 's'} run${starts}`;
 }
 
@@ -209,7 +215,9 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   }
   for (const key of collapsed) {
     const [why, message] = key.split('\0') as [string, string];
-    out.push('', ...untrusted(messageLines(`${shared.get(key)} checks ${why}: `, message, '  '), c.dim));
+    // One line each (a multi-line JSON error folded); the full text with --verbose.
+    const shown = options.verbose ? message : message.replace(/\s*\n\s*/g, ' ');
+    out.push('', ...untrusted(messageLines(`${shared.get(key)} checks ${why}: `, shown, '  '), c.dim));
   }
   if (options.footer) out.push(...options.footer(c));
   out.push('', summaryLine(tally(report.results)));

@@ -75,7 +75,18 @@ export interface ReportDocument {
   containment?: { mechanism: 'cgroup' | 'sweep'; detail: string };
   failOn: 'must' | 'should';
   exitCode: number;
-  summary: { total: number; passed: number; failed: number; skipped: number; warnings: number; errors: number; xfail: number; xpass: number };
+  summary: {
+    total: number;
+    passed: number;
+    failed: number;
+    skipped: number;
+    notApplicable: number;
+    couldNotRun: number;
+    warnings: number;
+    errors: number;
+    xfail: number;
+    xpass: number;
+  };
   baseline?: { file: string; staleEntries: BaselineEntry[]; unknownEntries: BaselineEntry[]; updated: boolean };
   /** Paste-ready baseline entries for the failures no entry lists. */
   unexpectedFailures: BaselineEntry[];
@@ -150,6 +161,8 @@ export function toDocument(data: ReportData): ReportDocument {
       passed: t.passed,
       failed: t.failed,
       skipped: t.skipped,
+      notApplicable: t.notApplicable,
+      couldNotRun: t.couldNotRun,
       warnings: t.warnings,
       errors: t.errors,
       xfail: t.xfail,

@@ -204,8 +204,7 @@ export interface ScenarioRecord {
   ran: boolean;
   /**
    * Every connection it opened, in the order it opened them (a host scenario's are the host runs'),
-   * each on the scenario's clock; an exploration sequence's own server is left out (its calls are
-   * in the counterexample).
+   * each on the scenario's clock, an exploration sequence's own server too.
    */
   transcript: TranscriptEntry[];
   timing?: ScenarioTiming;

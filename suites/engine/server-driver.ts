@@ -129,6 +129,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     isolated: async (body, options = {}) => {
       // A fresh server each time, but its startup (most of a short sequence's cost) overlaps the sequence before it.
       const fresh = await servers.spares.take();
+      servers.keepIsolated(fresh.connection);
       const own = new MonitorLog(fresh.observers);
       let value, error: unknown;
       try {

@@ -9,6 +9,9 @@ import type { Connection, Target } from '../../harness/target.js';
 import type { ScenarioRun } from './scenario-run.js';
 import { compactTranscript, scenarioTranscript } from './transcripts.js';
 
+/** How many isolated runs' transcripts a scenario keeps: far above exploration's default 12 sequences and 40 shrink reruns per worker. */
+const MAX_ISOLATED_KEPT = 200;
+
 /** A fresh server of an isolated run, with its own observers (removed with `remove`). */
 export interface IsolatedServer {
   observers: ScenarioObservers;
@@ -29,6 +32,9 @@ export class ScenarioServers {
   /** When the first server was started (epoch ms). */
   mainStartedAt = Date.now();
   readonly extras: Connection[] = [];
+  /** The isolated runs' connections, in the order they were taken: the transcript records each (up to a bound: memory). */
+  private readonly isolated: Connection[] = [];
+  private isolatedUnkept = 0;
   /** The unanswered calls of the isolated runs' servers (only these lists: their connections are let go run by run). */
   private readonly isolatedUnanswered: (readonly string[])[] = [];
   private isolatedRuns = 0;
@@ -95,6 +101,12 @@ export class ScenarioServers {
     }
   }
 
+  /** An isolated run's connection, for the transcript. */
+  keepIsolated(connection: Connection): void {
+    if (this.isolated.length < MAX_ISOLATED_KEPT) this.isolated.push(connection);
+    else this.isolatedUnkept++;
+  }
+
   /** A connection the host now answers on as the run says (elicitation), and whose elicitations are kept. */
   private opened(connection: Connection): Connection {
     connection.session.elicitation = this.run.suite.plan.options.elicitation ?? 'accept';
@@ -115,7 +127,8 @@ export class ScenarioServers {
   /** The verdicts are in: the record gets every connection's transcript, and the servers stop in the background. */
   release(): void {
     const { run } = this;
-    run.transcript = scenarioTranscript(this.main, this.extras);
+    run.transcript = scenarioTranscript(this.main, this.extras, this.isolated);
+    if (this.isolatedUnkept) run.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
     const { id: scenario } = run.scenario;
     const { transport } = run.job;
     run.elicitations = this.sessions.flatMap((session) =>

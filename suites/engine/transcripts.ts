@@ -15,23 +15,21 @@ export function compactTranscript(connection: Connection | undefined): void {
 
 /**
  * A server scenario's transcript (its ScenarioRecord's): its connection's, then each further
- * connection's (the catalog's overlapping startups, a session's second server) under a note
- * naming it, on the same clock. (An isolated run's server, one per exploration sequence, is left
- * out: its calls are in the counterexample.)
+ * connection's (the catalog's overlapping startups, a session's second server), then each isolated
+ * run's (one fresh server per exploration sequence, shrinking's reruns too), each under a note
+ * naming it, on the same clock.
  */
-export function scenarioTranscript(main: Connection | undefined, extras: Connection[]): TranscriptEntry[] {
-  if (!main || extras.length === 0) return main?.transcript.entries ?? [];
-  const onMainClock = (connection: Connection): TranscriptEntry[] => {
+export function scenarioTranscript(main: Connection | undefined, extras: Connection[], isolated: Connection[] = []): TranscriptEntry[] {
+  if (!main || extras.length + isolated.length === 0) return main?.transcript.entries ?? [];
+  const onMainClock = (connection: Connection, note: string): TranscriptEntry[] => {
     // Copies: compacted now (the originals are again when their server is closed).
     compactTranscript(connection);
     const shift = connection.transcript.started - main.transcript.started;
-    return connection.transcript.entries.map((entry) => ({ ...entry, t: entry.t + shift }));
+    return [{ t: shift, dir: 'note', text: note }, ...connection.transcript.entries.map((entry) => ({ ...entry, t: entry.t + shift }))];
   };
   return [
     ...main.transcript.entries,
-    ...extras.flatMap((connection, index): TranscriptEntry[] => [
-      { t: connection.transcript.started - main.transcript.started, dir: 'note', text: `connection ${index + 2} of this scenario` },
-      ...onMainClock(connection),
-    ]),
+    ...extras.flatMap((connection, index) => onMainClock(connection, `connection ${index + 2} of this scenario`)),
+    ...isolated.flatMap((connection, index) => onMainClock(connection, `isolated run ${index + 1} (a fresh server: an exploration sequence, or a rerun while shrinking)`)),
   ];
 }

@@ -26,7 +26,25 @@ describe('json', () => {
     expect(validate(doc), JSON.stringify(validate.errors, null, 2)).toBe(true);
     expect(doc.schemaVersion).toBe(1);
     expect(new Set(doc.checks.map((c: { status: string }) => c.status))).toEqual(new Set(['pass', 'fail', 'warn', 'xfail', 'xpass', 'error', 'skip']));
-    expect(doc.summary).toMatchObject({ total: 8, passed: 1, failed: 2, warnings: 1, xfail: 1, xpass: 1, errors: 1, skipped: 1 });
+    expect(doc.summary).toMatchObject({
+      total: 8,
+      passed: 1,
+      failed: 2,
+      warnings: 1,
+      xfail: 1,
+      xpass: 1,
+      errors: 1,
+      skipped: 1,
+      notApplicable: 1,
+      couldNotRun: 0,
+    });
+  });
+  test('the summary splits the skipped into not applicable and could not run', () => {
+    const doc = JSON.parse(renderJson(blockedData()));
+    expect(doc.summary).toMatchObject({ skipped: 4, notApplicable: 0, couldNotRun: 4 });
+    expect(validate(doc), JSON.stringify(validate.errors, null, 2)).toBe(true);
+    delete doc.summary.couldNotRun;
+    expect(validate(doc)).toBe(false);
   });
   test('the schema is not a rubber stamp', () => {
     const doc = JSON.parse(renderJson(syntheticData()));
@@ -366,6 +384,23 @@ describe('could-not-run blocked by another check', () => {
     const baselined = render(blockedData({ baseline: true }));
     expect(baselined).toContain('could not run (blocked by launcher/runs-given-executable, an expected failure): no launch served the control call\n');
     expect(baselined).toContain('could not run (blocked by forwarding/state-unchanged, itself blocked by an expected failure): no forwarded state to judge\n');
+  });
+  test('human: a blocker --skip left out is named as such', () => {
+    const data = blockedData();
+    const results = data.report.results.filter((r) => r.id !== 'launcher/runs-given-executable');
+    const text = renderHuman(
+      { ...data.report, results, skipped: ['launcher/runs-given-executable'] },
+      { color: false, target: 't', version: 'v', checks: allChecks },
+    );
+    expect(text).toContain('could not run (blocked by launcher/runs-given-executable, which --skip left out): no launch served the control call');
+  });
+  test('human: a message shared by several checks is said once, on one line (in full with --verbose)', () => {
+    const data = blockedData();
+    const message = 'the exec adapter\'s call was rejected: {\n  "code": -32602,\n  "message": "bad"\n}';
+    const results = data.report.results.map((r) => (r.status === 'skip' ? { ...r, blockedBy: undefined, message } : r));
+    const render = (verbose: boolean) => renderHuman({ ...data.report, results }, { color: false, target: 't', version: 'v', checks: allChecks, verbose });
+    expect(render(false)).toContain('\n4 checks could not run: the exec adapter\'s call was rejected: { "code": -32602, "message": "bad" }\n');
+    expect(render(true)).toContain('\n4 checks could not run: the exec adapter\'s call was rejected: {\n      "code": -32602,');
   });
   test('html shows the blocker in the row', () => {
     expect(renderHtml(blockedData())).toContain('<div class="blocked">could not run (blocked by launcher/runs-given-executable)</div>');

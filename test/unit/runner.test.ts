@@ -5,6 +5,8 @@ import { couldNotRun, fail, notApplicable, pass } from '../../suites/engine/mode
 import type { RunPlan } from '../../suites/engine/plan.js';
 import { runSuite } from '../../suites/engine/runner.js';
 import { decideVerdict, type JobEnd } from '../../suites/engine/verdict.js';
+import { CONTROL_CHECK } from '../../suites/engine/judge.js';
+import { allScenarios } from '../../suites/index.js';
 import { EXEC_TOOL, inProcessConnector, ranOutside, type FakeServer } from '../fixtures/in-process-target.js';
 
 /*
@@ -132,14 +134,32 @@ describe('runSuite over an in-process server', () => {
     expect(p.connect.starts).toBe(1); // only the exec scenario needed a server
   });
 
-  test('a server that does not opt in: opt-in checks could not run, and scenarios of nothing else are not started', async () => {
+  test('a server that does not opt in: opt-in checks could not run, blocked by CAP-1, and scenarios of nothing else are not started', async () => {
     const p = plan({ optIn: false }, { jobs: 1 });
     const report = await runSuite(p, [
       scenario('first', [check('t/first', ['opt-in'])], async () => pass()),
       scenario('second', [check('t/second', ['opt-in'])], async () => pass()),
     ]);
-    for (const result of report.results) expect(result).toMatchObject({ status: 'skip', reason: 'could-not-run', hint: 'assume-opt-in' });
-    expect(report.stats).toEqual({ serverStarts: 1, scenariosRun: 1 });
+    for (const result of report.results)
+      expect(result).toMatchObject({ status: 'skip', reason: 'could-not-run', hint: 'assume-opt-in', blockedBy: 'capability/advertised' });
+    expect(report.stats).toEqual({ serverStarts: 1, scenariosRun: 1, startsSaved: 1 });
+  });
+
+  test('a hint is offered only where following it would make the check run', async () => {
+    const report = await runSuite(plan({ optIn: false }), [
+      scenario('exec', [check('t/exec', ['exec', 'opt-in'])], async () => pass()),
+      scenario('codex', [check('t/codex', ['exec', 'opt-in', 'codex'])], async () => pass()),
+      scenario('plain-codex', [check('t/plain-codex', ['codex'])], async () => pass()),
+    ]);
+    const results = byId(report.results);
+    expect(results['t/codex']).toMatchObject({
+      status: 'skip',
+      reason: 'not-applicable',
+      message: 'needs a real Codex CLI (adding it would not help: the server did not opt in, so Codex sends it no sandbox keys)',
+    });
+    expect(results['t/codex']!.hint).toBeUndefined();
+    // Nothing else keeps this one from running: --codex would.
+    expect(results['t/plain-codex']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'real-codex' });
   });
 
   test("the scenario's verdict, unless our own exec call was rejected as invalid", async () => {
@@ -292,5 +312,69 @@ describe('runSuite over an in-process server', () => {
     expect(report.scenarios[0]!.transcript.some((e) => 'message' in e)).toBe(true);
     expect(report.serverInfo).toEqual({ name: 'in-process', version: '0' });
     expect(report.exec).toMatchObject({ tool: EXEC_TOOL.name });
+  });
+
+  describe("the suite's own scenarios, once a blocker is known", () => {
+    const only =
+      (...ids: string[]) =>
+      (id: string) =>
+        ids.includes(id);
+    const realPlan = (server: FakeServer, select: (id: string) => boolean, options: Partial<RunPlan['options']> = {}) =>
+      plan(server, { select, scenarioTimeoutMs: 20_000, options: { assumeOptIn: false, callTimeoutMs: 2_000, startupTimeoutMs: 2_000, ...options } });
+
+    test('a server that executes nothing: what rests on the control starts no server, and every verdict stays blocked by it', async () => {
+      const select = only(
+        CONTROL_CHECK,
+        'launcher/absent-fails-closed',
+        'launcher/fails-closed-after-success',
+        'authority/arguments-are-not-authority',
+        'authority/state-follows-call',
+        'authority/concurrent-calls-isolated',
+        'aliases/both-keys',
+        'aliases/conflict-prefers-current',
+        'aliases/current-key-only',
+        'explore/sequences-hold-contract',
+      );
+      // It answers every call with an error (it waits for a state it is never sent) and runs nothing.
+      const refusing: FakeServer = { onCall: () => ({ result: { content: [{ type: 'text', text: 'no sandbox state yet' }], isError: true } }) };
+      const p = realPlan(refusing, select, { explore: { runs: 8, seed: 7 } });
+      const report = await runSuite(p, allScenarios);
+      const results = byId(report.results);
+      expect(results[CONTROL_CHECK]).toMatchObject({ status: 'fail' });
+      for (const result of report.results.filter((r) => r.id !== CONTROL_CHECK))
+        expect(result, result.id).toMatchObject({ status: 'skip', reason: 'could-not-run', blockedBy: CONTROL_CHECK });
+      // Started: the control, the one-key alias scenario (one key may launch where two did not), the
+      // resident server, and the first sequence of each exploration worker (with the spare each keeps starting ahead).
+      expect(p.connect.starts).toBeLessThanOrEqual(7);
+      expect(report.stats!.serverStarts).toBe(p.connect.starts);
+      // Not started: the fail-closed, authority (3) and two-key alias (2) scenarios, and 6 of the 8 sequences.
+      expect(report.stats!.startsSaved).toBeGreaterThanOrEqual(6 + 6);
+      // The exploration's transcript records each sequence's server, not only its first connection.
+      const explored = report.scenarios.find((s) => s.id === 'explore/sequences')!;
+      expect(explored.transcript.filter((e) => e.dir === 'note' && /^isolated run \d+/.test(e.text))).toHaveLength(2);
+    }, 30_000);
+
+    test('a rejected adapter call: nothing that runs commands starts again', async () => {
+      const select = only(CONTROL_CHECK, 'launcher/absent-fails-closed', 'aliases/current-key-only', 'authority/state-follows-call');
+      const p = realPlan({ onCall: () => ({ error: { code: -32602, message: 'Invalid params: command must be a string' } }) }, select);
+      const report = await runSuite(p, allScenarios);
+      for (const result of report.results) expect(result, result.id).toMatchObject({ status: 'skip', reason: 'could-not-run', hint: 'exec-adapter' });
+      // The control, the resident server, and the one-key alias scenario (it does not wait for the control's facts).
+      expect(p.connect.starts).toBeLessThanOrEqual(3);
+      expect(report.stats!.startsSaved).toBe(2);
+    });
+
+    test('ALIAS-2 on a server that runs every command directly: blocked by the control, not blamed', async () => {
+      const direct: FakeServer = {
+        onCall: (params) => {
+          ranOutside(params.arguments!.command as string[]);
+          return { result: { content: [{ type: 'text', text: 'ok' }] } };
+        },
+      };
+      const report = await runSuite(realPlan(direct, only(CONTROL_CHECK, 'aliases/conflict-prefers-current', 'execution/inside-launch')), allScenarios);
+      const results = byId(report.results);
+      expect(results['aliases/conflict-prefers-current']).toMatchObject({ status: 'skip', reason: 'could-not-run', blockedBy: CONTROL_CHECK });
+      expect(results['execution/inside-launch']).toMatchObject({ status: 'fail' });
+    });
   });
 });
