@@ -4,7 +4,7 @@ import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import type { Connection } from '../../harness/target.js';
-import { couldNotRun, didNotOptIn, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { didNotOptIn, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { adapterRejected } from './judge.js';
 import { monitor } from './monitor.js';
 import { sessionAllowed } from './plan.js';

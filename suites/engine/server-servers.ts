@@ -128,7 +128,8 @@ export class ScenarioServers {
   release(): void {
     const { run } = this;
     run.transcript = scenarioTranscript(this.main, this.extras, this.isolated);
-    if (this.isolatedUnkept) run.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
+    if (this.isolatedUnkept)
+      run.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
     const { id: scenario } = run.scenario;
     const { transport } = run.job;
     run.elicitations = this.sessions.flatMap((session) =>

@@ -30,6 +30,8 @@ export function scenarioTranscript(main: Connection | undefined, extras: Connect
   return [
     ...main.transcript.entries,
     ...extras.flatMap((connection, index) => onMainClock(connection, `connection ${index + 2} of this scenario`)),
-    ...isolated.flatMap((connection, index) => onMainClock(connection, `isolated run ${index + 1} (a fresh server: an exploration sequence, or a rerun while shrinking)`)),
+    ...isolated.flatMap((connection, index) =>
+      onMainClock(connection, `isolated run ${index + 1} (a fresh server: an exploration sequence, or a rerun while shrinking)`),
+    ),
   ];
 }

@@ -7,8 +7,9 @@ import { couldNotRun, fail, type CheckDef, type Finding, type Verdict } from './
  *  1. `early`, the first of these that applied to the check, in this order (a ScenarioRun records them):
  *     a. a need known before anything starts: a real Codex, an HTTP target, a session adapter, the
  *        transport it runs over (not applicable);
- *     b. the job did not start: the target died at its first start, the run's time ran out, the
- *        server did not opt in (could not run);
+ *     b. the job did not start: the target died at its first start, the run's time ran out, or a
+ *        blocker was known for each of its checks (SuiteRun.knownBlocker: the server did not opt in,
+ *        the control's call was rejected or executed nothing) (could not run);
  *     c. a need the started target cannot meet: no exec tool (not applicable), no opt-in (could not run);
  *     d. the suite's own exec call was rejected as invalid: exec checks could not run;
  *     e. the scenario's own verdict.
@@ -82,7 +83,7 @@ export interface JobEnd {
   refusedAfterElicitation?: string;
 }
 
-/** The job was never started (dead target, expired run, no opt-in): every check not yet decided gets `verdict`. */
+/** The job was never started (dead target, expired run, a known blocker): every check not yet decided gets `verdict`. */
 export const notStarted = (verdict: Verdict): JobEnd => ({ undecided: verdict });
 
 /** How many findings a result shows, one diff line each. */
