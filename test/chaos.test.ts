@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createProgress, inCI, progressLine } from '../cli/progress.js';
+import { CONTROL_PATIENCE_MS } from '../suites/engine/jobs.js';
 import { bundledCli, chaosServer, cliPath, referenceServer } from './helpers.js';
 import { exploring } from './fixtures/run-cli.js';
 import { cgroupsOrFail, scriptOrFail } from './fixtures/requirements.js';
@@ -284,9 +285,10 @@ describe('a target that starts and then misbehaves: exec checks error or could n
     const checks = expectNothingPassed(run);
     for (const check of checks)
       expect(check.message).toBe(`the scenario did not finish within the scenario timeout (${SCENARIO_S} s); raise it with --scenario-timeout`);
-    // One wave (a job for each of the launcher scenarios), each cut at 3 s, then the resident server's
-    // 2 s grace once they are done (suites/engine/runner.ts), plus the 1 s kill grace at most.
-    expect(run.report!.durationMs).toBeLessThan(SCENARIO_S * 1000 + 2000 + 3000);
+    // One wave (a job for each of the launcher scenarios), each cut at 3 s, started at most
+    // CONTROL_PATIENCE_MS after the control's server (they wait for its facts that long), then the
+    // resident server's 2 s grace once they are done (suites/engine/runner.ts), plus the 1 s kill grace at most.
+    expect(run.report!.durationMs).toBeLessThan(SCENARIO_S * 1000 + CONTROL_PATIENCE_MS + 2000 + 3000);
     expectNoSurvivors(run);
   });
 

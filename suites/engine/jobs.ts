@@ -15,11 +15,26 @@ export class Control {
   readonly facts = new Promise<ControlFacts>((resolve) => (this.resolve = resolve));
   /** The facts, once published (the first publication counts, as for the promise). */
   known?: ControlFacts;
+  private settle!: () => void;
+  /**
+   * Resolves once the facts are in, or once the control's server has been up for
+   * CONTROL_PATIENCE_MS without them: a control call that hangs must not hold back the scenarios
+   * that wait on it (ScenarioRun) for a whole scenario timeout; they then start without its facts.
+   */
+  readonly settled = new Promise<void>((resolve) => (this.settle = resolve));
   publish(facts: ControlFacts): void {
     this.known ??= facts;
     this.resolve(facts);
+    this.settle();
+  }
+  /** The control's server has started: its call is on its way. */
+  serverUp(): void {
+    setTimeout(this.settle, CONTROL_PATIENCE_MS).unref();
   }
 }
+
+/** How long the scenarios that wait on the control wait for its call once its server is up (a healthy call takes a fraction of this). */
+export const CONTROL_PATIENCE_MS = 1_000;
 
 export interface JobPlan {
   /** In the scenario list's order: the report's order. */

@@ -81,6 +81,7 @@ export class ScenarioRun {
   serverStarted(): void {
     this.startedHere = true;
     this.suite.startedOnce.add(this.job.transport);
+    if (this.scenario.isControl && this.job.transport === 'stdio') this.suite.control.serverUp();
   }
 
   async execute(drive: ScenarioDriver): Promise<void> {
@@ -194,12 +195,12 @@ export class ScenarioRun {
   }
 
   /**
-   * A job of exec checks over stdio waits for the control's facts before it starts, so that whether
-   * it starts (knownBlocker) does not depend on timing; one of `ownCallForms` does not wait: nothing
-   * but a rejected adapter call keeps it from starting.
+   * A job of exec checks over stdio waits for the control's facts before it starts (Control.settled:
+   * not longer than a healthy control call takes), so that whether it starts (knownBlocker) does not
+   * depend on timing; one of `ownCallForms` does not wait: nothing but a rejected adapter call keeps it from starting.
    */
   private async controlDecides(): Promise<void> {
-    if (this.job.transport === 'stdio' && !this.scenario.ownCallForms && this.open().some((c) => c.needs.includes('exec'))) await this.suite.control.facts;
+    if (this.job.transport === 'stdio' && !this.scenario.ownCallForms && this.open().some((c) => c.needs.includes('exec'))) await this.suite.control.settled;
   }
 
   /** A blocker already known for every check still to decide (SuiteRun.knownBlocker): its server would show nothing more. */
