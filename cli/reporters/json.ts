@@ -28,7 +28,7 @@ export interface CheckRecord {
   skipReason?: SkipReason;
   /** For could-not-run: the check whose failure kept this one from running. */
   blockedBy?: string;
-  /** With blockedBy: true when that failure is one the baseline expects, so this check does not make the run incomplete. */
+  /** With blockedBy: true when that failure is one the baseline expects (or a check --skip left out), so this check does not make the run incomplete. */
   blockedByExpectedFailure?: boolean;
   message?: string;
   expected?: unknown;
