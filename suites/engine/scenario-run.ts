@@ -39,7 +39,8 @@ export class ScenarioRun {
   end: JobEnd = {};
   readonly log = new MonitorLog();
   readonly dir: string;
-  readonly t0 = Date.now();
+  /** When it started (after any wait for the control's facts). */
+  t0 = Date.now();
   /** Whether a server (or host) of this job got through startup. */
   startedHere = false;
   timing?: ScenarioTiming;
@@ -94,6 +95,7 @@ export class ScenarioRun {
       if (unmet) this.decide(check.id, unmet);
     }
     await this.controlDecides();
+    this.t0 = Date.now();
     const blocker = this.blocker() ?? this.knownBlocker();
     if (blocker) this.end = { undecided: blocker };
     // A resident decides no check of its own: it runs for the calls it makes.
