@@ -202,6 +202,9 @@ export class ScenarioRun {
    * depend on timing; one of `ownCallForms` does not wait: nothing but a rejected adapter call keeps it from starting.
    */
   private async controlDecides(): Promise<void> {
+    // A long scenario does not wait: it is the run's critical path on a correct server (a slow
+    // starter's 2 s would be added to it), and exploration stops on its own when nothing runs.
+    if (this.scenario.long) return;
     if (this.job.transport === 'stdio' && !this.scenario.ownCallForms && this.open().some((c) => c.needs.includes('exec'))) await this.suite.control.settled;
   }
 
