@@ -64,6 +64,20 @@ describe.concurrent('exploration', () => {
     }, 300_000);
   }
 
+  test('a server that runs pipelines directly: the EXEC-1 finding and the one-step story show the pipeline', async () => {
+    const select = (id: string) => id === sequencesHoldContract.id || id === 'execution/inside-launch';
+    const { results } = await runAgainst([mutantsServer, 'pipelines-direct'], { explore: { ...EXPLORE_DEFAULTS, runs: 40 } }, { http: false, select });
+    const pipeline = /\(command, [^:]+: "[^"]*\| [^"]*"\)/;
+    const exec = results.find((r) => r.id === 'execution/inside-launch')!;
+    expect(exec.status, exec.message).toBe('fail');
+    expect(exec.message).toMatch(pipeline);
+    expect(explored(results).status, explored(results).message).toBe('fail');
+    const story = explored(results).counterexample!;
+    // A broken sequence stops at the step that broke it, so shrinking can drop every other step.
+    expect(story.steps.map((s) => s.action)).toEqual([expect.stringMatching(pipeline)]);
+    expect(JSON.stringify(explored(results).expected)).not.toContain('permissionProfile');
+  }, 300_000);
+
   test('a shrunk counterexample replays by its seed and path: the same steps fail again, and the reference passes them', async () => {
     const found = (await exploration('round-robin-workers')).counterexample!;
     const [seed, ...path] = found.replay.split(':');

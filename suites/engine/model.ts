@@ -317,6 +317,8 @@ export interface ScenarioContext {
   control(): Promise<ControlFacts>;
   publishControl(facts: ControlFacts): void;
   observe(): Promise<Observations>;
+  /** What the sandbox monitor finds in this server's calls so far (its verdict comes once the server is gone; this is a look before). */
+  findingsSoFar(): Promise<Finding[]>;
   /** When this server was started (epoch ms): calls are timed from it. */
   readonly serverStartedAt: number;
   /** The default state of this scenario (workspace-write on its own workspace, with canaries). */
@@ -387,6 +389,7 @@ export type IsolatedContext = Pick<
   | 'callTool'
   | 'plantTrap'
   | 'observe'
+  | 'findingsSoFar'
   | 'serverStartedAt'
 >;
 

@@ -71,7 +71,12 @@ const callLabel = (call: MonitoredCall) =>
   `${call.scenario} call #${call.index}${call.atMs === undefined ? '' : ` (sent ${(call.atMs / 1000).toFixed(1)} s after its server started)`}` +
   `${call.command ? ` (command, ${call.command.form}: ${JSON.stringify(call.command.text)})` : ''}`;
 
-const runAccount = (run: ProbeRun) => ({ ranUnder: run.launchId || '(no launch: outside the sandbox)', pid: run.pid, invokedAs: run.invoked, cwd: run.cwd });
+/** Where an execution ran, in one line: its launch, or no launch with what tells the process apart. */
+const whereItRan = (run: ProbeRun) =>
+  `${run.launchId ? `inside launch ${run.launchId}` : 'no launch'} (pid ${run.pid}, cwd ${run.cwd}, invoked as ${run.invoked})`;
+/** Where a call's command was to run: a finding about where something ran says this, not the whole state. */
+const whereItShouldRun = (call: MonitoredCall) =>
+  call.authority.kind === 'valid' ? `inside a launch of ${call.authority.codexExecutable} under this call's state` : 'nowhere: the call must run nothing';
 
 /** Judges every registered call of one scenario against everything its observers recorded. */
 export function monitor(input: MonitorInput): Finding[] {
@@ -137,8 +142,8 @@ class MonitorPass {
       if (!launch)
         this.charge(undefined, this.role('exec'), {
           message: `a command ran outside any launch, and no call of this scenario asked for it (nonce ${JSON.stringify(run.nonce)})`,
-          expected: 'every execution inside a launch of codex sandbox',
-          actual: runAccount(run),
+          expected: { ran: 'inside a launch of codex sandbox' },
+          actual: { ran: whereItRan(run) },
         });
       return;
     }
@@ -147,8 +152,8 @@ class MonitorPass {
       const call = allowed[0]!;
       this.charge(call, this.role('exec', call), {
         message: `${callLabel(call)}: the command ran outside any launch of codex sandbox${run.launchId ? ` (under an unknown launch ${run.launchId})` : ''}`,
-        expected: { ...describeAuthority(call), executions: 'only inside a launch of that codexExecutable' },
-        actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run) },
+        expected: { ran: whereItShouldRun(call) },
+        actual: { ran: whereItRan(run), response: call.outcome ? summarizeOutcome(call.outcome) : undefined },
       });
       return;
     }
@@ -167,8 +172,8 @@ class MonitorPass {
           : 'the call must be refused';
     this.charge(call, check, {
       message: `${callLabel(call)}: the command ran although ${reason}${launch ? '' : ', and it ran outside any sandbox'}`,
-      expected: { ...describeAuthority(call), executions: [] },
-      actual: { response: call.outcome ? summarizeOutcome(call.outcome) : undefined, execution: runAccount(run), launch: launch?.argv },
+      expected: { ran: `nothing: ${reason}` },
+      actual: { ran: whereItRan(run), response: call.outcome ? summarizeOutcome(call.outcome) : undefined, ...(launch ? { launch: launch.argv } : {}) },
     });
   }
 
@@ -266,7 +271,7 @@ class MonitorPass {
     const actual = {
       launch: launch.argv,
       forwardedState: forwarded ?? parsed.stateArguments,
-      execution: served.run ? runAccount(served.run) : '(no record of the command itself)',
+      execution: served.run ? whereItRan(served.run) : '(no record of the command itself)',
     };
     const others = this.input.calls.filter((c) => c !== call && c.authority.kind === 'valid' && c.expect !== 'refuse');
     const owners = others.filter((c) => this.matches(c, served));

@@ -24,14 +24,18 @@ export class MonitorLog {
 
   /** Judges every call against everything the observers recorded: once the servers are gone. */
   async judge(checks: CheckIndex): Promise<Finding[]> {
-    const observers = this.observers;
-    if (!observers || this.calls.length + this.trapOwners.size === 0) return this.findings;
-    const observations = await observers.read().catch(() => undefined);
-    if (observations) {
-      const { calls, trapOwners } = this;
-      this.findings = monitor({ calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners, checks });
-    }
+    if (this.calls.length + this.trapOwners.size === 0) return this.findings;
+    this.findings = (await this.findingsSoFar(checks)) ?? this.findings;
     return this.findings;
+  }
+
+  /** What the monitor finds in what was recorded so far (more may follow while the servers run); undefined without records. */
+  async findingsSoFar(checks: CheckIndex): Promise<Finding[] | undefined> {
+    const observers = this.observers;
+    const observations = await observers?.read().catch(() => undefined);
+    if (!observers || !observations) return undefined;
+    const { calls, trapOwners } = this;
+    return monitor({ calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners, checks });
   }
 }
 
@@ -48,6 +52,8 @@ export interface CallSite {
   refusedAfterElicitation?: (detail: string) => void;
   /** When the server was started (epoch ms). */
   startedAt: number;
+  /** The run's checks, where the monitor charges what it finds. */
+  checks: CheckIndex;
   /** A long-lived server's calls record their time since then (MonitoredCall.atMs), which findings show. */
   timed?: boolean;
 }
@@ -70,6 +76,7 @@ export function callSurface(site: CallSite): IsolatedContext {
     observe: () => observers.read(),
     codexEntries: (s: unknown = state) => (site.optedIn ? codexSandboxEntries(s, connection.transport, observers.launcherPath) : {}),
     callTool: (tool, args, sandbox, options = {}) => monitoredCall(tool, args, sandbox, options),
+    findingsSoFar: async () => (await log.findingsSoFar(site.checks)) ?? [],
     plantTrap: async (name, where = {}, check = site.scenario.firstCheck) => {
       log.trapOwners.set(name, check);
       const path = await observers.trap(name, where);

@@ -86,6 +86,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     realCodex: plan.realCodex,
     startedAt,
     timed,
+    checks: run.suite.checks,
     refusedAfterElicitation: (detail) => {
       run.end.refusedAfterElicitation ??= detail;
       if (!run.suite.refusedAfterElicitation.has(run.job.transport)) run.suite.refusedAfterElicitation.set(run.job.transport, detail);

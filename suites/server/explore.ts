@@ -9,7 +9,7 @@ import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority } from './authority.js';
 import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
-import { carriesNonce, commandText, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { carriesNonce, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import { seconds } from '../engine/suite-run.js';
 import {
   couldNotRun,
@@ -161,6 +161,8 @@ export interface Sequence {
   resourceUri?: string | null;
   /** The everyday names the grammar's commands run under (made once per sequence). */
   kit?: Promise<CommandKit>;
+  /** Stop after the first step whose calls broke a MUST rule (exploration; the resident server and the soak go on). */
+  stopWhenBroken?: boolean;
 }
 
 /** The state Codex would send for the authority's policy and workspace (canaries included). */
@@ -221,11 +223,12 @@ export interface Budget {
   idleMs: number;
   calls: number;
 }
-export type Model = { steps: number; budget?: Budget };
+/** `stopped`: a step broke the contract already; the steps after it are not run (so shrinking can drop them). */
+export type Model = { steps: number; budget?: Budget; stopped?: boolean };
 
 export abstract class Step implements fc.AsyncCommand<Model, Sequence> {
-  check(_model: Readonly<Model>): boolean {
-    return true; // every step is always allowed: the contract holds after any history
+  check(model: Readonly<Model>): boolean {
+    return !model.stopped; // the contract holds after any history; once broken, the rest of the sequence proves nothing more
   }
   /** Runs the step, noting when it began (since the server started) on the steps it records. */
   async run(model: Model, seq: Sequence): Promise<void> {
@@ -236,6 +239,8 @@ export abstract class Step implements fc.AsyncCommand<Model, Sequence> {
     } finally {
       for (const step of seq.steps.slice(before)) step.atMs ??= atMs;
     }
+    // fast-check drops steps that did not run when it shrinks: a broken sequence stops where it broke.
+    if (seq.stopWhenBroken && (await seq.sub.findingsSoFar()).some(isMust)) model.stopped = true;
   }
   abstract act(model: Model, seq: Sequence): Promise<void>;
   abstract toString(): string;
@@ -273,7 +278,7 @@ export class Exec extends Step {
       decoy: smuggled ? { check: argumentsNotAuthority.id, markers: smuggled.markers } : undefined,
     });
     seq.steps.push({
-      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${command ? ` (command, ${command.form}: ${JSON.stringify(commandText(command.script.split(nonce).join('<nonce>'), seq.sub.observers.dir))})` : ''}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
+      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
       calls: [
         {
           index,
@@ -393,7 +398,7 @@ export class Idle extends Step {
     super();
   }
   override check(model: Readonly<Model>): boolean {
-    return !model.budget || model.budget.idleMs >= this.ms;
+    return super.check(model) && (!model.budget || model.budget.idleMs >= this.ms);
   }
   async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
@@ -416,7 +421,7 @@ export class Repeat extends Step {
     super();
   }
   override check(model: Readonly<Model>): boolean {
-    return !model.budget || model.budget.calls >= this.count;
+    return super.check(model) && (!model.budget || model.budget.calls >= this.count);
   }
   async act(model: Model, seq: Sequence): Promise<void> {
     model.steps++;
@@ -641,6 +646,7 @@ export async function newSequence(ctx: ScenarioContext, sub: IsolatedContext, ch
 async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncCommand<Model, Sequence>>, budget?: Budget): Promise<SequenceOutcome> {
   const run = await ctx.isolated(async (sub) => {
     const seq = await newSequence(ctx, sub);
+    seq.stopWhenBroken = true;
     await fc.asyncModelRun(() => ({ model: { steps: 0, budget }, real: seq }), commands);
     // A session runs what it accepted asynchronously: give those commands a moment before the server stops.
     if (seq.sessionNonces.length > 0) await settleSessions(sub, seq.sessionNonces);
@@ -689,7 +695,7 @@ export function storyOf(outcome: SequenceOutcome): CounterexampleStep[] {
       : step.calls.map((c) => c.authority);
     return {
       n: i + 1,
-      action: step.action,
+      action: `${step.action}${commandOf(told.map(({ index }) => callByIndex.get(index)))}`,
       authority,
       ran: told.flatMap(({ index }) => {
         const call = callByIndex.get(index);
@@ -702,6 +708,14 @@ export function storyOf(outcome: SequenceOutcome): CounterexampleStep[] {
       ...(step.atMs !== undefined ? { atMs: step.atMs } : {}),
     };
   });
+}
+
+/** The command a step's calls asked for, as " (command, <form>: <text>)" with the nonce as <nonce> (a replay reads the same). */
+function commandOf(calls: (MonitoredCall | undefined)[]): string {
+  const call = calls.find((c) => c?.command);
+  if (!call?.command) return '';
+  const text = call.nonce ? call.command.text.split(call.nonce).join('<nonce>') : call.command.text;
+  return ` (command, ${call.command.form}: ${JSON.stringify(text)})`;
 }
 
 function responseText(outcome: RawOutcome): string {

@@ -250,6 +250,16 @@ describe('EXEC-1: nothing runs outside a launch; refused calls run nothing', () 
     expect(findings[0]!.message).toContain('launch-1-2-a');
   });
 
+  test('a finding about where a command ran says where, in one line each, not the whole state', () => {
+    const [outside] = judge([call(1)], { probeRuns: [runOf(1, '')] });
+    expect(outside!.expected).toEqual({ ran: `inside a launch of ${A} under this call's state` });
+    expect(outside!.actual).toMatchObject({ ran: expect.stringMatching(/^no launch \(pid \d+, cwd \/fake\/work space one, invoked as \/fake\/probe\)$/) });
+    const refused = call(2, { sent: { state: STATE_1, stateDeprecated: STATE_1 }, expect: 'refuse' });
+    const [ran] = judge([refused], { probeRuns: [runOf(2, '')] });
+    expect(ran!.expected).toEqual({ ran: 'nothing: no launcher was sent' });
+    expect(JSON.stringify([outside!.expected, outside!.actual, ran!.expected, ran!.actual])).not.toContain('permissionProfile');
+  });
+
   test('an execution outside any launch that no call asked for', () => {
     expect(pairs(judge([call(1)], { probeRuns: [run('nobody-asked', '')] }))).toEqual([[CANONICAL.exec, undefined]]);
     // Inside a launch it is not the monitor's business (and no call can be blamed).
