@@ -13,6 +13,26 @@ export const PROTOCOL_VERSION = '2025-06-18';
 export const STATE_KEY = 'codex/sandbox-state';
 export const STATE_KEY_DEPRECATED = 'codex/sandbox-state-meta';
 export const LAUNCHER_KEY = 'codex/sandbox-launcher';
+
+/**
+ * The older sandbox-state protocol: Codex sent a server that advertised `codex/sandbox-state`
+ * its state once, in a `codex/sandbox-state/update` request after initialize, and the server kept
+ * it for every later call. Codex 0.171.0 never sends that request (its binary holds no such
+ * method name); it sends the state with each tools/call, in `_meta`. Servers of that time
+ * advertise the capability with a version (@openai/codex-shell-tool-mcp 0.97.0:
+ * `{"version": "1.0.0"}`), where the current contract's value is an opaque object, `{}` in Codex's
+ * own examples. Returns the advertised value as JSON when it has that shape, else undefined.
+ */
+export const OLDER_STATE_UPDATE_METHOD = 'codex/sandbox-state/update';
+export function olderSandboxStateProtocol(initializeResult: Record<string, unknown>): string | undefined {
+  const experimental = isObject(initializeResult.capabilities) ? initializeResult.capabilities.experimental : undefined;
+  if (!isObject(experimental)) return undefined;
+  for (const key of [STATE_KEY, STATE_KEY_DEPRECATED]) {
+    const value = experimental[key];
+    if (isObject(value) && typeof value.version === 'string') return `"${key}": ${JSON.stringify(value)}`;
+  }
+  return undefined;
+}
 export const SANDBOX_META_KEYS = [STATE_KEY, STATE_KEY_DEPRECATED, LAUNCHER_KEY] as const;
 
 export type Transport = 'stdio' | 'http';

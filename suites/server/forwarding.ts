@@ -1,4 +1,4 @@
-import { LAUNCHER_KEY } from '../../harness/codex-wire.js';
+import { LAUNCHER_KEY, OLDER_STATE_UPDATE_METHOD, olderSandboxStateProtocol, STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { bothKeys } from './aliases.js';
 import {
   controlFacts,
@@ -92,12 +92,24 @@ function judgeFidelity(probe: ExecProbe, observations: Observations, state: unkn
   return pass();
 }
 
+/** Why a server that advertises the older protocol's capability launches nothing (olderSandboxStateProtocol), or ''. */
+function olderProtocolNote(initializeResult: Record<string, unknown>): string {
+  const advertised = olderSandboxStateProtocol(initializeResult);
+  if (!advertised) return '';
+  return (
+    `; it advertises ${advertised}: the older sandbox-state protocol, where the server waits for a ${OLDER_STATE_UPDATE_METHOD} request ` +
+    `after initialize. Current Codex (0.171.0) never sends that request: it sends the state with each tools/call, in _meta ` +
+    `(${STATE_KEY}, ${STATE_KEY_DEPRECATED}, ${LAUNCHER_KEY}), so such a server can run nothing under it`
+  );
+}
+
 /** The control: with everything Codex sends, the command runs through the given codexExecutable. */
-function judgeLauncherUsed(probe: ExecProbe, observations: Observations): Verdict {
+function judgeLauncherUsed(probe: ExecProbe, observations: Observations, initializeResult: Record<string, unknown>): Verdict {
   const launch = launchOf(observations, probe.nonce);
   if (launch?.launcher === 'a') return pass();
   const runs = probeRunsOf(observations, probe.nonce);
-  return fail(`with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given`, {
+  const older = launchesFor(observations, probe.nonce).length === 0 && runs.length === 0 ? olderProtocolNote(initializeResult) : '';
+  return fail(`with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given${older}`, {
     expected: { response: "the command's output", launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch' },
     actual: {
       ...(summarizeOutcome(probe.outcome) as object),
@@ -124,7 +136,7 @@ export const codexCallScenario: Scenario = {
     const observations = await ctx.observe();
     ctx.publishControl(controlFacts(probe, observations));
     return new Map<string, Verdict>([
-      [runsGivenExecutable.id, judgeLauncherUsed(probe, observations)],
+      [runsGivenExecutable.id, judgeLauncherUsed(probe, observations, ctx.handshake.initializeResult)],
       [argvShape.id, judgeArgv(probe, observations)],
       [stateUnchanged.id, judgeState(probe, observations)],
       [fidelity.id, judgeFidelity(probe, observations, ctx.state)],
