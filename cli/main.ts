@@ -37,7 +37,7 @@ import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
 import { cliParser, listOf, selectionOf, selectionOptions } from './parser.js';
 import { checkOutputPaths, emitResults, resultOptions } from './results.js';
-import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound, unlistedExecTool } from './target.js';
+import { assertLoopbackUrl, realCodexPath, stdioTarget, TargetNotFound, unlistedExecTool, type CliStdioTarget } from './target.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -393,7 +393,8 @@ async function main(argv: string[]): Promise<number> {
   if (unknownTool) throw new UsageError(unknownTool);
   const httpText = args.url ?? args['http-command'] ?? codexEntry?.http?.url ?? '';
   const entryText = codexEntry ? ` ([mcp_servers.${codexEntry.name}] in ${codexEntry.file})` : '';
-  const targetText = [command.join(' '), httpText].filter(Boolean).join(' + HTTP: ') + entryText;
+  const runWith = (plan.targets.stdio as CliStdioTarget | undefined)?.runWith;
+  const targetText = [`${command.join(' ')}${runWith ? ` (run with ${runWith})` : ''}`, httpText].filter(Boolean).join(' + HTTP: ') + entryText;
   return emitResults(report, args, {
     target: targetText,
     version,

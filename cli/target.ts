@@ -9,19 +9,28 @@ import type { RunReport } from '../suites/engine/runner.js';
 /** Why the target cannot even be started: exit code 4. */
 export class TargetNotFound extends Error {}
 
+/** A stdio target, and the interpreter the CLI chose for a server file (said in the report's header). */
+export type CliStdioTarget = StdioTarget & { runWith?: string };
+
 /**
- * `<server> [args...]`: a .js/.mjs/.cjs file runs with this node; a path must be an executable
- * file; a bare name is looked up on PATH when spawned. `environment` is the server's whole
- * environment (as Codex builds it: harness/codex-environment.ts).
+ * `<server> [args...]`: a .js/.mjs/.cjs file runs with this node; a .py file that is not executable
+ * with `python3` (found on the server's PATH), an executable one by its own `#!` line; a path must
+ * be an executable file; a bare name is looked up on PATH when spawned. `environment` is the
+ * server's whole environment (as Codex builds it: harness/codex-environment.ts).
  */
-export function stdioTarget(command: string[], environment: Record<string, string>, cwd: string | undefined): StdioTarget {
+export function stdioTarget(command: string[], environment: Record<string, string>, cwd: string | undefined): CliStdioTarget {
   const [server, ...args] = command;
   if (!server) throw new TargetNotFound('no server given');
   const base = process.cwd();
   if (/\.(m|c)?js$/.test(server)) {
     const file = resolve(base, server);
     assertFile(file, server, false);
-    return { kind: 'stdio', command: process.execPath, args: [file, ...args], environment, cwd };
+    return { kind: 'stdio', command: process.execPath, args: [file, ...args], environment, cwd, runWith: 'node' };
+  }
+  if (/\.py$/.test(server) && !isExecutable(resolve(base, server))) {
+    const file = resolve(base, server);
+    assertFile(file, server, false);
+    return { kind: 'stdio', command: 'python3', args: [file, ...args], environment, cwd, runWith: 'python3 (the file is not executable)' };
   }
   if (server.includes('/')) {
     const file = resolve(base, server);
@@ -29,6 +38,15 @@ export function stdioTarget(command: string[], environment: Record<string, strin
     return { kind: 'stdio', command: file, args, environment, cwd };
   }
   return { kind: 'stdio', command: server, args, environment, cwd };
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function assertFile(file: string, given: string, executable: boolean): void {
@@ -39,13 +57,7 @@ function assertFile(file: string, given: string, executable: boolean): void {
     throw new TargetNotFound(`server not found: ${given} (no such file: ${file})`);
   }
   if (!isFile) throw new TargetNotFound(`server is not a file: ${given}`);
-  if (executable) {
-    try {
-      accessSync(file, constants.X_OK);
-    } catch {
-      throw new TargetNotFound(`server is not executable: ${given} (chmod +x it, or run it with its interpreter after --)`);
-    }
-  }
+  if (executable && !isExecutable(file)) throw new TargetNotFound(`server is not executable: ${given} (chmod +x it, or run it with its interpreter after --)`);
 }
 
 /** The suite only ever talks to loopback: a non-loopback URL is a usage error. Credentials (`user:pw@`) become an Authorization header (harness/http-target.ts). */

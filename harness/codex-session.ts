@@ -44,6 +44,8 @@ export class TargetStartError extends Error {
     readonly stderrTail: string,
     /** The server process ended before it answered `initialize` (it did not hang, nor answer wrongly). */
     readonly endedBeforeInitialize = false,
+    /** What it wrote shows it does not speak MCP over stdio (only text that is not JSON-RPC, or our own request echoed back). */
+    readonly notMcp = false,
   ) {
     super(message);
   }
@@ -108,6 +110,11 @@ export class CodexSession {
   /** Responses whose id matches no request of ours, and messages that are not valid JSON-RPC, for the timeout explanation. */
   private readonly unknownIds: unknown[] = [];
   private readonly invalid: string[] = [];
+  /** Messages received that are JSON-RPC: a target that sent none and wrote other text does not speak MCP. */
+  private jsonRpcReceived = 0;
+  /** Our requests during the handshake, as sent: a target that copies its input to its output (cat) sends them back. */
+  private readonly sentDuringHandshake = new Map<number, string>();
+  private echoed?: string;
   private readonly scope: ProcessScope | undefined = currentScope();
   private readonly unanswered: string[] = [];
   readonly thread: CodexThread = newThread();
@@ -176,6 +183,8 @@ export class CodexSession {
       return;
     }
     const msg = message as Record<string, unknown>;
+    if (this.isEcho(msg)) return;
+    this.jsonRpcReceived++;
     if (typeof msg.method === 'string' && msg.id !== undefined) {
       void this.answerServerRequest(msg.id, msg.method, msg.params);
       return;
@@ -192,6 +201,36 @@ export class CodexSession {
     clearTimeout(pending.timer);
     if (isObject(msg.error)) pending.resolve({ kind: 'error', error: msg.error, message });
     else pending.resolve({ kind: 'result', result: msg.result, message });
+  }
+
+  /** Our own request sent back unchanged: not a request of the server's; the request it copies gets no answer ever. */
+  private isEcho(msg: Record<string, unknown>): boolean {
+    const id = typeof msg.id === 'number' ? msg.id : undefined;
+    if (typeof msg.method !== 'string' || id === undefined || this.sentDuringHandshake.get(id) !== JSON.stringify(msg)) return false;
+    this.echoed ??= msg.method;
+    this.transcript.note(`the target sent our own ${msg.method} request back unchanged`);
+    const pending = this.pending.get(id);
+    if (pending) {
+      this.pending.delete(id);
+      clearTimeout(pending.timer);
+      pending.resolve({ kind: 'closed', detail: `the target sent our own ${msg.method} request back unchanged` });
+    }
+    return true;
+  }
+
+  /**
+   * Why a target that failed its startup does not speak MCP over stdio, from what it wrote: our own
+   * request echoed back, or only text that is not JSON-RPC (its first lines shown). Undefined when
+   * it sent a JSON-RPC message or wrote nothing.
+   */
+  notMcp(): string | undefined {
+    if (this.kind !== 'stdio') return undefined;
+    const what = 'it does not speak MCP over stdio (an MCP server writes JSON-RPC messages there, one per line)';
+    if (this.echoed) return `it copies what it reads to its output (as cat does): ${what}`;
+    const lines = garbageLines(this.transcript);
+    if (this.jsonRpcReceived > 0 || lines.length === 0) return undefined;
+    const first = lines.slice(0, 3).map((line) => JSON.stringify(excerpt(line, 100)));
+    return `it wrote ${lines.length === 1 ? 'a line' : `${lines.length} lines`} to stdout and no JSON-RPC message: ${what}; it wrote: ${first.join(', ')}${lines.length > 3 ? ', …' : ''}`;
   }
 
   /**
@@ -241,6 +280,7 @@ export class CodexSession {
     const id = this.nextId++;
     const message: Record<string, unknown> = { jsonrpc: '2.0', id, method };
     if (params !== undefined) message.params = params;
+    if (this.handshaking) this.sentDuringHandshake.set(id, JSON.stringify(message));
     return new Promise<RawOutcome>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -271,11 +311,10 @@ export class CodexSession {
       hints.push(
         `${this.invalid.length} message${this.invalid.length === 1 ? '' : 's'} that ${this.invalid.length === 1 ? 'is' : 'are'} not valid JSON-RPC (${this.invalid[0]})`,
       );
-    const garbage = this.transcript.entries.filter((e) => e.dir === 'server-stdout-garbage');
+    const garbage = garbageLines(this.transcript);
     if (garbage.length) {
-      const first = garbage[0] as { line: string };
       hints.push(
-        `${garbage.length} stdout line${garbage.length === 1 ? '' : 's'} that ${garbage.length === 1 ? 'is' : 'are'} not JSON, the first: ${JSON.stringify(excerpt(first.line, 80))}`,
+        `${garbage.length} stdout line${garbage.length === 1 ? '' : 's'} that ${garbage.length === 1 ? 'is' : 'are'} not JSON, the first: ${JSON.stringify(excerpt(garbage[0]!, 80))}`,
       );
     }
     return hints.length ? `${what}; meanwhile ${hints.join('; ')}` : what;
@@ -314,10 +353,14 @@ export class CodexSession {
   private async runHandshake(started: number, left: () => number, describe: (outcome: RawOutcome) => string): Promise<Handshake> {
     const init = await this.request('initialize', initializeParams(this.kind, this.purpose), left());
     if (init.kind !== 'result' || !isObject(init.result)) {
-      throw new TargetStartError(
-        `initialize failed: ${init.kind === 'result' ? `the result is not an object: ${excerpt(init.result)}` : describe(init)}`,
-        this.transcript.stderrTail(),
-      );
+      const notMcp = init.kind === 'result' ? undefined : this.notMcp();
+      const why =
+        init.kind === 'result'
+          ? `the result is not an object: ${excerpt(init.result)}`
+          : notMcp && init.kind === 'timeout'
+            ? `no answer within the startup timeout (${init.afterMs} ms)`
+            : describe(init);
+      throw new TargetStartError(`initialize failed: ${notMcp ? `${why}; ${notMcp}` : why}`, this.transcript.stderrTail(), false, notMcp !== undefined);
     }
     await this.notify('notifications/initialized');
     const tools: Record<string, unknown>[] = [];
@@ -361,6 +404,9 @@ export class CodexSession {
 }
 
 const HOST_CLOSED = 'closed by the host';
+
+/** The lines the server wrote to stdout that are not JSON (as the transcript keeps them). */
+const garbageLines = (transcript: Transcript): string[] => transcript.entries.flatMap((e) => (e.dir === 'server-stdout-garbage' ? [e.line] : []));
 
 /** An error's message with its cause (fetch's "fetch failed" says why only there). */
 function errorText(error: Error): string {

@@ -67,7 +67,9 @@ async function handshakeOrThrow(
     const endedBeforeInitialize =
       error instanceof TargetStartError && error.message.startsWith('initialize failed:') && !error.message.includes('the result is not an object') && ended();
     await cleanup();
-    if (error instanceof TargetStartError) throw new TargetStartError(error.message, transcript.stderrTail(), endedBeforeInitialize);
+    // A target that does not speak MCP is not diagnosed further: no environment makes it (harness/codex-session.ts notMcp).
+    if (error instanceof TargetStartError)
+      throw new TargetStartError(error.message, transcript.stderrTail(), endedBeforeInitialize && !error.notMcp, error.notMcp);
     throw error;
   }
 }

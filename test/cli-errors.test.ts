@@ -142,6 +142,47 @@ describe('--exec-tool naming no tool of the server', () => {
   });
 });
 
+describe('a target that is not an MCP server says so (issue 23)', () => {
+  const notMcp = /does not speak MCP over stdio/;
+  test('one that prints and exits: its first lines, and no environment diagnosis (no more starts)', async () => {
+    const { code, stdout } = await runCli(['--only', 'capability/*', '--', 'sh', '-c', 'printf "usage: tool [FILE]\\n\\033[31mred\\n"']);
+    expect(code, stdout).toBe(4);
+    expect(stdout).toMatch(notMcp);
+    expect(stdout).toContain('it wrote 2 lines to stdout and no JSON-RPC message');
+    expect(stdout).toContain('"usage: tool [FILE]"');
+    expect(stdout).not.toContain('\u001b');
+    expect(stdout).not.toContain('full environment');
+  });
+
+  test('one that echoes our request back (cat): recognised, and not taken for an answer', async () => {
+    const { code, stdout } = await runCli(['--only', 'capability/*', '--', 'cat']);
+    expect(code, stdout).toBe(4);
+    expect(stdout).toContain('the target sent our own initialize request back unchanged');
+    expect(stdout).toMatch(notMcp);
+    expect(stdout).not.toContain('-32601');
+  });
+
+  test('a .py file that is not executable runs with python3, and the header says so', async () => {
+    const server = join(scratch, 'server.py');
+    writeFileSync(server, 'print("hello from python")\n', { mode: 0o644 });
+    const { code, stdout } = await runCli(['--only', 'capability/*', server]);
+    expect(code, stdout).toBe(4);
+    expect(stdout.split('\n')[0]).toContain('server.py (run with python3 (the file is not executable))');
+    expect(stdout).toContain('"hello from python"');
+  });
+});
+
+describe('a server of the older sandbox-state protocol (issue 23)', () => {
+  test('is told that it waits for a request current Codex never sends', async () => {
+    const server = ['--', process.execPath, mutantsServer, 'older-sandbox-protocol'];
+    const { code, stdout } = await runCli(['--only', 'launcher/runs-given-executable', ...server]);
+    expect(code, stdout).toBe(1);
+    expect(stdout).toContain('it advertises "codex/sandbox-state": {"version":"1.0.0"}: the older sandbox-state protocol');
+    expect(stdout).toContain('codex/sandbox-state/update');
+    expect(stdout).toContain('it sends the state with each tools/call, in _meta');
+  });
+});
+
 describe('a closed stdout', () => {
   /** Runs the CLI with its stdout read until the first line, then closed (like `| head -1`). */
   function closedAfterFirstLine(args: string[]): Promise<{ code: number | null; stderr: string; firstLine: string }> {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { parseLaunchArgv, structuralDiff } from '../../suites/engine/judge.js';
+import { olderSandboxStateProtocol } from '../../harness/codex-wire.js';
 
 describe('launcher argv shape (FWD-1)', () => {
   test('the canonical shape, with the allowed extra flags', () => {
@@ -38,5 +39,16 @@ describe('structural diff', () => {
     ]);
     expect(structuralDiff({ a: 1 }, { a: 1 })).toEqual([]);
     expect(structuralDiff({ a: 1 }, 'x')).toEqual(['~ (whole value) {"a":1} -> "x"']);
+  });
+});
+
+describe('the older sandbox-state protocol', () => {
+  const advertising = (value: unknown, key = 'codex/sandbox-state') => ({ capabilities: { experimental: { [key]: value } } });
+  test('a capability with a version is its shape; the current opaque object is not', () => {
+    expect(olderSandboxStateProtocol(advertising({ version: '1.0.0' }))).toBe('"codex/sandbox-state": {"version":"1.0.0"}');
+    expect(olderSandboxStateProtocol(advertising({ version: '1.0.0' }, 'codex/sandbox-state-meta'))).toContain('codex/sandbox-state-meta');
+    expect(olderSandboxStateProtocol(advertising({}))).toBeUndefined();
+    expect(olderSandboxStateProtocol(advertising(true))).toBeUndefined();
+    expect(olderSandboxStateProtocol({})).toBeUndefined();
   });
 });
