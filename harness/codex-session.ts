@@ -220,15 +220,16 @@ export class CodexSession {
 
   /**
    * Why a target that failed its startup does not speak MCP over stdio, from what it wrote: our own
-   * request echoed back, or only text that is not JSON-RPC (its first lines shown). Undefined when
-   * it sent a JSON-RPC message or wrote nothing.
+   * request echoed back, or, once it `ended`, only text that is not JSON-RPC (its first lines shown;
+   * one still running may be a slow server that printed a banner). Undefined when it sent a
+   * JSON-RPC message or wrote nothing.
    */
-  notMcp(): string | undefined {
+  notMcp(ended: boolean): string | undefined {
     if (this.kind !== 'stdio') return undefined;
     const what = 'it does not speak MCP over stdio (an MCP server writes JSON-RPC messages there, one per line)';
     if (this.echoed) return `it copies what it reads to its output (as cat does): ${what}`;
     const lines = garbageLines(this.transcript);
-    if (this.jsonRpcReceived > 0 || lines.length === 0) return undefined;
+    if (!ended || this.jsonRpcReceived > 0 || lines.length === 0) return undefined;
     const first = lines.slice(0, 3).map((line) => JSON.stringify(excerpt(line, 100)));
     return `it wrote ${lines.length === 1 ? 'a line' : `${lines.length} lines`} to stdout and no JSON-RPC message: ${what}; it wrote: ${first.join(', ')}${lines.length > 3 ? ', …' : ''}`;
   }
@@ -353,13 +354,8 @@ export class CodexSession {
   private async runHandshake(started: number, left: () => number, describe: (outcome: RawOutcome) => string): Promise<Handshake> {
     const init = await this.request('initialize', initializeParams(this.kind, this.purpose), left());
     if (init.kind !== 'result' || !isObject(init.result)) {
-      const notMcp = init.kind === 'result' ? undefined : this.notMcp();
-      const why =
-        init.kind === 'result'
-          ? `the result is not an object: ${excerpt(init.result)}`
-          : notMcp && init.kind === 'timeout'
-            ? `no answer within the startup timeout (${init.afterMs} ms)`
-            : describe(init);
+      const notMcp = init.kind === 'result' ? undefined : this.notMcp(init.kind === 'closed');
+      const why = init.kind === 'result' ? `the result is not an object: ${excerpt(init.result)}` : describe(init);
       throw new TargetStartError(`initialize failed: ${notMcp ? `${why}; ${notMcp}` : why}`, this.transcript.stderrTail(), false, notMcp !== undefined);
     }
     await this.notify('notifications/initialized');
