@@ -66,7 +66,7 @@ describe.concurrent('exploration', () => {
 
   test('a server that runs pipelines directly: the EXEC-1 finding and the one-step story show the pipeline', async () => {
     const select = (id: string) => id === sequencesHoldContract.id || id === 'execution/inside-launch';
-    const { results } = await runAgainst([mutantsServer, 'pipelines-direct'], { explore: { ...EXPLORE_DEFAULTS, runs: 40 } }, { http: false, select });
+    const { results } = await runAgainst([mutantsServer, 'pipelines-direct'], { explore: { ...EXPLORE_DEFAULTS, seed: 2 } }, { http: false, select });
     const pipeline = /\(command, [^:]+: "[^"]*\| [^"]*"\)/;
     const exec = results.find((r) => r.id === 'execution/inside-launch')!;
     expect(exec.status, exec.message).toBe('fail');
