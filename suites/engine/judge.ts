@@ -42,6 +42,10 @@ export function commandText(text: string, dir?: string, max = 120): string {
   return chars.length > max || head.length < text.length ? `${chars.slice(0, max).join('')}… (${bytes} bytes)` : shown;
 }
 
+/** A call's command as findings name it, after the call: " (command, <form>: "<text>")", or '' when it has none. */
+export const commandLabel = (command: { form: string; text: string } | undefined): string =>
+  command ? ` (command, ${command.form}: ${JSON.stringify(command.text)})` : '';
+
 /** True when an argv mentions the nonce, also inside a shell string that wraps the command. */
 export const carriesNonce = (argv: string[], nonce: string): boolean => argv.some((arg) => arg.includes(nonce));
 
@@ -258,9 +262,10 @@ export async function judgeFailClosed(probe: ExecProbe, observations: Observatio
     probeRan: ran ? `yes, under ${ran.launchId || 'no launcher at all (unsandboxed)'}` : false,
     trapsFired: traps.map((t) => `${t.trap}: ${t.argv.join(' ')}`),
   };
-  if (ran && !ran.launchId) return fail('the command ran without any sandbox launcher', { expected, actual });
-  if (traps.length > 0) return fail(`the server executed a codex it should not have (${traps.map((t) => t.trap).join(', ')})`, { expected, actual });
-  if (launches.length > 0 || ran) return fail('the command was launched although the call should have failed closed', { expected, actual });
+  const command = commandLabel(probe.shown);
+  if (ran && !ran.launchId) return fail(`the command ran without any sandbox launcher${command}`, { expected, actual });
+  if (traps.length > 0) return fail(`the server executed a codex it should not have (${traps.map((t) => t.trap).join(', ')})${command}`, { expected, actual });
+  if (launches.length > 0 || ran) return fail(`the command was launched although the call should have failed closed${command}`, { expected, actual });
   if (probe.outcome.kind === 'timeout' || probe.outcome.kind === 'closed') {
     return { status: 'error', message: `the call got no answer: ${JSON.stringify(summarizeOutcome(probe.outcome))}` };
   }

@@ -430,6 +430,8 @@ export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
 export interface ExecProbe {
   nonce: string;
   command: string[];
+  /** The command as findings show it (MonitoredCall.command). */
+  shown?: { form: string; text: string };
   arguments: unknown;
   outcome: RawOutcome;
 }

@@ -6,7 +6,7 @@ import type { Launch, LauncherName, Observations, ProbeRun, TrapCall } from '../
 import { isObject } from '../../harness/json.js';
 import type { CheckIndex } from './checks.js';
 import type { Authority, Finding, MonitoredCall, MonitorRole } from './model.js';
-import { carriesNonce, keyOrderDifferences, parseLaunchArgv, parseJson, structuralDiff, summarizeOutcome } from './judge.js';
+import { carriesNonce, commandLabel, keyOrderDifferences, parseLaunchArgv, parseJson, structuralDiff, summarizeOutcome } from './judge.js';
 
 /**
  * The sandbox monitor (EXEC-1 and the rules it implies). Every tools/call a scenario makes is
@@ -69,7 +69,7 @@ const describeAuthority = (call: MonitoredCall) =>
 /** A call as findings name it: its scenario and number, when it was sent on a long-lived server, and the command it asked for (form and text). */
 const callLabel = (call: MonitoredCall) =>
   `${call.scenario} call #${call.index}${call.atMs === undefined ? '' : ` (sent ${(call.atMs / 1000).toFixed(1)} s after its server started)`}` +
-  `${call.command ? ` (command, ${call.command.form}: ${JSON.stringify(call.command.text)})` : ''}`;
+  commandLabel(call.command);
 
 /** Where an execution ran, in one line: its launch, or no launch with what tells the process apart. */
 const whereItRan = (run: ProbeRun) =>

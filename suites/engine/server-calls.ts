@@ -98,7 +98,7 @@ export function callSurface(site: CallSite): IsolatedContext {
       const script = shellString ? (options.command?.script ?? command.map(shellQuote).join(' ')) : undefined;
       const shown = { form: options.command?.form ?? 'simple', text: commandText(script ?? command.map(shellQuote).join(' '), observers.dir) };
       const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command, command: shown });
-      return { nonce, command, arguments: args, outcome };
+      return { nonce, command, arguments: args, outcome, shown };
     },
   };
 }

@@ -9,7 +9,7 @@ import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority } from './authority.js';
 import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
-import { carriesNonce, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import { seconds } from '../engine/suite-run.js';
 import {
   couldNotRun,
@@ -714,8 +714,7 @@ export function storyOf(outcome: SequenceOutcome): CounterexampleStep[] {
 function commandOf(calls: (MonitoredCall | undefined)[]): string {
   const call = calls.find((c) => c?.command);
   if (!call?.command) return '';
-  const text = call.nonce ? call.command.text.split(call.nonce).join('<nonce>') : call.command.text;
-  return ` (command, ${call.command.form}: ${JSON.stringify(text)})`;
+  return commandLabel({ ...call.command, text: call.nonce ? call.command.text.split(call.nonce).join('<nonce>') : call.command.text });
 }
 
 function responseText(outcome: RawOutcome): string {

@@ -1,6 +1,7 @@
 import { LAUNCHER_KEY, OLDER_STATE_UPDATE_METHOD, olderSandboxStateProtocol, STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { bothKeys } from './aliases.js';
 import {
+  commandLabel,
   controlFacts,
   judgeStateReachedLaunch,
   launchesFor,
@@ -109,15 +110,18 @@ function judgeLauncherUsed(probe: ExecProbe, observations: Observations, initial
   if (launch?.launcher === 'a') return pass();
   const runs = probeRunsOf(observations, probe.nonce);
   const older = launchesFor(observations, probe.nonce).length === 0 && runs.length === 0 ? olderProtocolNote(initializeResult) : '';
-  return fail(`with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given${older}`, {
-    expected: { response: "the command's output", launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch' },
-    actual: {
-      ...(summarizeOutcome(probe.outcome) as object),
-      launches: launchesFor(observations, probe.nonce).map((l) => l.argv),
-      codexFoundOnPath: observations.trapCalls.filter((t) => t.trap === 'path-search').map((t) => t.argv.join(' ')),
-      commandRan: runs.length ? runs.map((r) => r.launchId || '(outside any launch)') : false,
+  return fail(
+    `with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given${commandLabel(probe.shown)}${older}`,
+    {
+      expected: { response: "the command's output", launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch' },
+      actual: {
+        ...(summarizeOutcome(probe.outcome) as object),
+        launches: launchesFor(observations, probe.nonce).map((l) => l.argv),
+        codexFoundOnPath: observations.trapCalls.filter((t) => t.trap === 'path-search').map((t) => t.argv.join(' ')),
+        commandRan: runs.length ? runs.map((r) => r.launchId || '(outside any launch)') : false,
+      },
     },
-  });
+  );
 }
 
 /**
