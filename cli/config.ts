@@ -22,9 +22,16 @@ export function timeoutSeconds(value: unknown, where: string): number {
   return value;
 }
 
+/** An exec tool the operator names, with its arguments template (none: read from its schema). */
+export interface ExecEntry {
+  tool: string;
+  arguments?: unknown;
+}
+
 /** mcp-sandbox-conformance.json: everything a flag can say, for a repository to keep. */
 export interface ConfigFile {
-  exec?: { tool: string; arguments?: unknown };
+  /** One exec tool, or several (the first gets every check, the others the fixed EXEC-1/LAUNCH calls). */
+  exec?: ExecEntry | ExecEntry[];
   /** The server's `env` as Codex's config has it: set on top of the environment Codex builds. */
   env?: Record<string, string>;
   /** The server's `env_vars` as Codex's config has it: names passed on from our environment. */
@@ -86,10 +93,11 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
   }
   const config: ConfigFile = {};
   if (raw.exec !== undefined) {
-    if (!isObject(raw.exec) || typeof raw.exec.tool !== 'string' || raw.exec.tool === '') {
-      throw new UsageError(`${where('exec')} must be {"tool": "<name>", "arguments": {...}}`);
-    }
-    config.exec = { tool: raw.exec.tool, arguments: raw.exec.arguments };
+    const entries = Array.isArray(raw.exec) ? raw.exec : [raw.exec];
+    const valid = entries.length > 0 && entries.every((e) => isObject(e) && typeof e.tool === 'string' && e.tool !== '');
+    if (!valid) throw new UsageError(`${where('exec')} must be {"tool": "<name>", "arguments": {...}}, or a list of them`);
+    const parsed = entries.map((e: Record<string, unknown>) => ({ tool: e.tool as string, arguments: e.arguments }));
+    config.exec = Array.isArray(raw.exec) ? parsed : parsed[0];
   }
   if (raw.env !== undefined) {
     if (!isObject(raw.env) || Object.values(raw.env).some((v) => typeof v !== 'string')) {
@@ -199,6 +207,26 @@ export function parseExecArgs(text: string | undefined): unknown {
   if (!hasCommandPlaceholder(value)) throw new UsageError(`--exec-args must place the command with "{{argv}}" or "{{command}}", e.g. '{"command":"{{argv}}"}'`);
   return value;
 }
+
+/**
+ * Repeated --exec-tool with its --exec-args: one template per tool, in order, or none at all (each
+ * tool's template then comes from its schema).
+ */
+export function execFlags(tools: string[], args: string[]): { tool: string; arguments?: unknown; source: 'flag' }[] {
+  if (args.length > 0 && tools.length === 0) throw new UsageError('--exec-args needs --exec-tool');
+  if (args.length > 0 && args.length !== tools.length) {
+    throw new UsageError(`give one --exec-args per --exec-tool, in the same order, or none (${tools.length} tools, ${args.length} templates)`);
+  }
+  const names = new Set<string>();
+  return tools.map((tool, i) => {
+    if (names.has(tool)) throw new UsageError(`--exec-tool ${tool} given more than once`);
+    names.add(tool);
+    return { tool, arguments: parseExecArgs(args[i]), source: 'flag' };
+  });
+}
+
+/** Config "exec" as a list (one entry or several). */
+export const execEntries = (exec: ConfigFile['exec']): ExecEntry[] => (exec === undefined ? [] : Array.isArray(exec) ? exec : [exec]);
 
 /** True when the template places the command: a string that is "{{argv}}" (the array) or holds "{{command}}" (see renderArguments). */
 function hasCommandPlaceholder(value: unknown): boolean {

@@ -2,6 +2,9 @@ import type { Hint } from '../suites/engine/model.js';
 import type { RunReport } from '../suites/engine/runner.js';
 import { locateRealCodex } from '../harness/real-codex.js';
 import type { GradedReport } from './grade.js';
+import type { ExecAdapter } from '../harness/exec-adapter.js';
+import { shellQuote } from '../harness/observers.js';
+import { redactValue } from './transcripts.js';
 import { adapterDescription } from './reporters/index.js';
 
 /**
@@ -23,7 +26,7 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>, mode?: 'ho
     case 'session-adapter':
       return ': "session" in mcp-sandbox-conformance.json or --session \'{"open":…,"send":…,"sessionId":…}\' (see README)';
     case 'exec-adapter':
-      return `${report.exec ? ` (the suite used the ${adapterDescription(report.exec)})` : ''}; name the tool and its arguments with --exec-tool NAME --exec-args '{"command":"{{argv}}"}' (or "exec" in mcp-sandbox-conformance.json)`;
+      return execAdapterHint(report.exec);
     case 'scenario-timeout':
       // Host mode's scenario and run budgets follow from its --timeout (one host run's budget).
       return mode === 'host' ? '; raise it with --timeout' : '; raise it with --scenario-timeout';
@@ -36,6 +39,21 @@ export function hintText(hint: Hint, report: Pick<RunReport, 'exec'>, mode?: 'ho
     case 'soak-off':
       return ': --soak SECONDS runs it (one long-lived server per transport, e.g. --soak 600 in a nightly job)';
   }
+}
+
+/**
+ * How to name the exec tool: with the template the suite used when it had one (detection filled
+ * what the schema lets it fill, so it satisfies the schema but for the properties it names as
+ * unfilled); else the two forms, an array property taking "{{argv}}" and a string one "{{command}}".
+ */
+function execAdapterHint(exec: ExecAdapter | undefined): string {
+  const config = 'or "exec" in mcp-sandbox-conformance.json; repeat --exec-tool/--exec-args for each exec tool';
+  if (!exec) {
+    return `; name the tool and its arguments with --exec-tool NAME --exec-args '{"command":"{{argv}}"}' (an array property; a string one takes "{{command}}"; ${config})`;
+  }
+  const unfilled = exec.unfilled?.length ? `, with a value of your own for ${exec.unfilled.map((p) => JSON.stringify(p)).join(', ')}` : '';
+  const template = JSON.stringify(redactValue(exec.arguments));
+  return ` (the suite used the ${adapterDescription(exec)}); name the tool and its arguments with --exec-tool ${shellQuote(exec.tool)} --exec-args ${shellQuote(template)}${unfilled}, adjusted to what the tool expects (${config})`;
 }
 
 /** The report with each hint worded into its check's message, once, before any reporter runs. */

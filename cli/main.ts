@@ -23,7 +23,8 @@ import {
   exploreSequences,
   MAX_TIMER_MS,
   parseEnvPairs,
-  parseExecArgs,
+  execEntries,
+  execFlags,
   parseReplay,
   parseSessionFlag,
   timeoutSeconds,
@@ -121,12 +122,19 @@ async function main(argv: string[]): Promise<number> {
   )
     .option('exec-tool', {
       type: 'string',
-      describe: 'The tool that runs a command (default: detected from a command/cmd/argv input property)',
+      describe:
+        'A tool that runs a command (repeatable: the first gets every check, the others the fixed EXEC-1/LAUNCH calls; default: every tool detected from a command/cmd/argv/script/code/shell/program/commandLine input property or a description that says it runs something)',
       group: 'Target:',
     })
     .option('exec-args', {
       type: 'string',
-      describe: 'JSON arguments for --exec-tool; "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string',
+      describe:
+        'JSON arguments for --exec-tool (one per --exec-tool, in order, or none); "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string',
+      group: 'Target:',
+    })
+    .option('exercise-all-tools', {
+      type: 'boolean',
+      describe: 'Also drive exec tools whose annotations say destructiveHint or openWorldHint (left out by default, and listed)',
       group: 'Target:',
     })
     .option('config', { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' })
@@ -292,11 +300,10 @@ async function main(argv: string[]): Promise<number> {
   const { config } = loadConfig(args.config);
   const env = { ...config.env, ...codexEntry?.env, ...parseEnvPairs(listOf(args.env)) };
   const envVars = [...(config.envVars ?? []), ...(codexEntry?.envVars ?? []), ...envVarNames(listOf(args['env-var']), '--env-var')];
-  const execArgs = parseExecArgs(args['exec-args']);
-  for (const flag of ['exec-tool', 'exec-args', 'config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session', 'elicitation'] as const) {
+  const execs = execFlags(listOf(args['exec-tool']), listOf(args['exec-args']));
+  for (const flag of ['config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session', 'elicitation'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
   }
-  if (execArgs !== undefined && !args['exec-tool']) throw new UsageError('--exec-args needs --exec-tool');
   for (const flag of ['startup-timeout', 'call-timeout', 'scenario-timeout', 'run-timeout'] as const) {
     if (args[flag] !== undefined) timeoutSeconds(args[flag], `--${flag}`);
   }
@@ -354,7 +361,8 @@ async function main(argv: string[]): Promise<number> {
     realCodex,
     session: parseSessionFlag(args.session) ?? config.session,
     resourceReadMeta: config.resourceReadMeta,
-    exec: args['exec-tool'] ? { tool: args['exec-tool'], arguments: execArgs, source: 'flag' } : config.exec ? { ...config.exec, source: 'config' } : undefined,
+    exec: execs.length ? execs : execEntries(config.exec).map((e) => ({ ...e, source: 'config' as const })),
+    exerciseAllTools: args['exercise-all-tools'] ?? false,
     options: {
       assumeOptIn: args['assume-opt-in'] ?? config.assumeOptIn ?? false,
       startupTimeoutMs: Math.round((args['startup-timeout'] ?? codexEntry?.startupTimeoutSec ?? config.startupTimeoutSec ?? 30) * 1000),
@@ -389,7 +397,7 @@ async function main(argv: string[]): Promise<number> {
     const diagnosis = await diagnoseEnvironment(stdio, { parent: process.env, env, startupTimeoutMs: plan.options.startupTimeoutMs, server: codexEntry?.name });
     report.startFailure = { ...report.startFailure, message: [report.startFailure.message, ...diagnosis.lines].join('\n') };
   }
-  const unknownTool = args['exec-tool'] !== undefined ? unlistedExecTool(args['exec-tool'], report) : undefined;
+  const unknownTool = execs.map((e) => unlistedExecTool(e.tool, report)).find(Boolean);
   if (unknownTool) throw new UsageError(unknownTool);
   const httpText = args.url ?? args['http-command'] ?? codexEntry?.http?.url ?? '';
   const entryText = codexEntry ? ` ([mcp_servers.${codexEntry.name}] in ${codexEntry.file})` : '';

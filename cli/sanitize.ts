@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ExecAdapter } from '../harness/exec-adapter.js';
+import type { ExecAdapter, ToolAccount } from '../harness/exec-adapter.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
 
 /**
@@ -253,6 +253,7 @@ interface SanitizableRun<R extends SanitizableResult> {
   serverInfo?: unknown;
   capabilities?: unknown;
   exec?: ExecAdapter;
+  tools?: ToolAccount[];
   elicitation?: { requests: { message: string }[] };
 }
 
@@ -282,6 +283,14 @@ export function redactTranscript(entries: TranscriptEntry[], secrets: readonly s
 export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRun<R>>(run: T, secrets: readonly string[]): T {
   const text = (value: string) => sanitizeText(value, secrets);
   const deep = (value: unknown) => mapStrings(value, text);
+  // The tool name, the template and the chosen values come from the server's tool list.
+  const sanitizeExec = (exec: ExecAdapter): ExecAdapter => ({
+    ...exec,
+    tool: text(exec.tool),
+    arguments: deep(exec.arguments),
+    ...(exec.chosen ? { chosen: exec.chosen.map(text) } : {}),
+    ...(exec.unfilled ? { unfilled: exec.unfilled.map(text) } : {}),
+  });
   const results = run.results.map((r) => ({
     ...r,
     ...(r.message !== undefined ? { message: text(r.message) } : {}),
@@ -297,7 +306,17 @@ export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRu
     ...(run.startFailure ? { startFailure: { message: text(run.startFailure.message), stderrTail: text(run.startFailure.stderrTail) } } : {}),
     ...(run.serverInfo !== undefined ? { serverInfo: deep(run.serverInfo) } : {}),
     ...(run.capabilities !== undefined ? { capabilities: deep(run.capabilities) } : {}),
-    ...(run.exec ? { exec: { ...run.exec, tool: text(run.exec.tool), arguments: deep(run.exec.arguments) } } : {}),
+    ...(run.exec ? { exec: sanitizeExec(run.exec) } : {}),
+    ...(run.tools
+      ? {
+          tools: run.tools.map((t) => ({
+            ...t,
+            name: text(t.name),
+            ...(t.adapter ? { adapter: sanitizeExec(t.adapter) } : {}),
+            ...(t.why ? { why: text(t.why) } : {}),
+          })),
+        }
+      : {}),
     ...(run.elicitation ? { elicitation: { ...run.elicitation, requests: run.elicitation.requests.map((r) => ({ ...r, message: text(r.message) })) } } : {}),
   };
 }

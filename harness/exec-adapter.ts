@@ -8,13 +8,22 @@ export interface ExecAdapter {
   /** JSON with "{{argv}}" (the command as an array) or "{{command}}" (one shell-quoted string). */
   arguments: unknown;
   source: 'flag' | 'config' | 'detected';
+  /** Detection's choices for required properties: "timeout_ms: 60000 (a timeout in ms: generous)". */
+  chosen?: string[];
+  /** Required properties detection could not fill: the server will likely reject the call. */
+  unfilled?: string[];
 }
 
 export const EXEC_HINT = 'the suite found no tool that runs a command';
 
-const COMMAND_PROPERTIES = ['command', 'cmd', 'argv'] as const;
+/** Property names that carry a command, in order of preference. */
+export const COMMAND_PROPERTIES = ['command', 'cmd', 'argv', 'script', 'code', 'shell', 'program', 'commandLine'] as const;
 /** Names of a working-directory property, compared lowercased without "_" and "-". */
 const CWD_PROPERTIES = new Set(['cwd', 'workdir', 'workingdirectory', 'dir', 'directory']);
+/** A description that says the tool runs something: "Run a shell command", "Executes a script", "Starts a process". */
+const RUNS_SOMETHING = /\b(runs?|execut(?:e|es|ing)|starts?|launch(?:es)?|spawns?)\b[^.]{0,60}\b(commands?|shell|scripts?|process(?:es)?|programs?|code)\b/i;
+/** A timeout-like property name, and how to read its unit. */
+const TIMEOUT_NAME = /time_?out|time_?limit|deadline/i;
 
 /** The JSON types a property schema accepts: its `type` (one or a list) and those of its anyOf/oneOf members. */
 function schemaTypes(schema: unknown): Set<string> {
@@ -28,27 +37,106 @@ function schemaTypes(schema: unknown): Set<string> {
   return types;
 }
 
-/**
- * Detects the arguments template from one tool's input schema, or undefined if it has no command
- * property. A command that may be an array is given one ({{argv}}: no quoting to get wrong); a
- * required working directory gets "{{cwd}}", which the runner fills with the scenario's workspace.
- * Other required properties are left out: the server then rejects the call (see adapterRejection).
- */
-export function argumentsFromSchema(tool: Record<string, unknown>): unknown | undefined {
+const takesCommand = (schema: unknown) => {
+  const types = schemaTypes(schema);
+  return types.has('array') || types.has('string');
+};
+
+interface ToolSchema {
+  properties: Record<string, unknown>;
+  required: string[];
+}
+
+function toolSchema(tool: Record<string, unknown>): ToolSchema {
   const schema = isObject(tool.inputSchema) ? tool.inputSchema : {};
-  const properties = isObject(schema.properties) ? schema.properties : {};
-  const name = COMMAND_PROPERTIES.find((n) => {
-    const types = schemaTypes(properties[n]);
-    return types.has('array') || types.has('string');
-  });
-  if (name === undefined) return undefined;
-  const template: Record<string, unknown> = { [name]: schemaTypes(properties[name]).has('array') ? '{{argv}}' : '{{command}}' };
-  const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : [];
-  for (const property of required) {
-    if (property === name || !CWD_PROPERTIES.has(property.toLowerCase().replace(/[_-]/g, ''))) continue;
-    if (schemaTypes(properties[property]).has('string')) template[property] = '{{cwd}}';
+  return {
+    properties: isObject(schema.properties) ? schema.properties : {},
+    required: Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : [],
+  };
+}
+
+/**
+ * The property a tool takes its command in: one of COMMAND_PROPERTIES; else, when its description
+ * says it runs something, its only required (or only) string or array property.
+ */
+function commandProperty(tool: Record<string, unknown>, { properties, required }: ToolSchema): string | undefined {
+  const named = COMMAND_PROPERTIES.find((n) => takesCommand(properties[n]));
+  if (named !== undefined || !describesRunning(tool)) return named;
+  const candidates = (names: string[]) => names.filter((n) => takesCommand(properties[n]));
+  const requiredOnes = candidates(required);
+  if (requiredOnes.length === 1) return requiredOnes[0];
+  const all = candidates(Object.keys(properties));
+  return requiredOnes.length === 0 && all.length === 1 ? all[0] : undefined;
+}
+
+/** True when a tool's description says it runs, executes or starts a command, script, process or program. */
+export const describesRunning = (tool: Record<string, unknown>): boolean => typeof tool.description === 'string' && RUNS_SOMETHING.test(tool.description);
+
+/** A value for a required property from its schema, and why; undefined when detection cannot choose one. */
+export function valueFor(name: string, schema: unknown): { value: unknown; why: string } | undefined {
+  if (!isObject(schema)) return undefined;
+  const types = schemaTypes(schema);
+  if (CWD_PROPERTIES.has(name.toLowerCase().replace(/[_-]/g, '')) && types.has('string')) return { value: '{{cwd}}', why: "the scenario's workspace" };
+  if (schema.default !== undefined) return { value: schema.default, why: 'its default' };
+  if (schema.const !== undefined) return { value: schema.const, why: 'its const' };
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return { value: schema.enum[0], why: 'the first of its enum' };
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return { value: schema.examples[0], why: 'its first example' };
+  if (types.has('number') || types.has('integer')) return numberFor(name, schema);
+  if (types.has('boolean')) return { value: false, why: 'a boolean: false' };
+  return undefined;
+}
+
+/** A number within the schema's bounds; for a timeout a generous one, by its unit (ms unless it says seconds). */
+function numberFor(name: string, schema: Record<string, unknown>): { value: number; why: string } {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const low = num(schema.minimum) ?? (num(schema.exclusiveMinimum) !== undefined ? num(schema.exclusiveMinimum)! + 1 : undefined);
+  const high = num(schema.maximum) ?? (num(schema.exclusiveMaximum) !== undefined ? num(schema.exclusiveMaximum)! - 1 : undefined);
+  const clamp = (v: number) => Math.min(high ?? v, Math.max(low ?? v, v));
+  if (TIMEOUT_NAME.test(name)) {
+    const text = `${name} ${typeof schema.description === 'string' ? schema.description : ''}`;
+    const inSeconds = !/ms\b|millis/i.test(text) && /sec|_s\b|\bs\b/i.test(text);
+    const value = clamp(inSeconds ? 60 : 60_000);
+    return { value, why: `a timeout in ${inSeconds ? 'seconds' : 'ms'}: generous${value !== (inSeconds ? 60 : 60_000) ? ', within its bounds' : ''}` };
   }
-  return template;
+  const value = clamp(1);
+  return { value, why: low !== undefined || high !== undefined ? 'a number within its bounds' : 'a number' };
+}
+
+/** A detected template and what detection chose or could not choose for the required properties. */
+export interface DetectedTemplate {
+  arguments: Record<string, unknown>;
+  chosen: string[];
+  unfilled: string[];
+}
+
+/**
+ * Detects the arguments template from one tool's input schema and description, or undefined if it
+ * has nowhere to put a command. A command that may be an array is given one ({{argv}}: no quoting
+ * to get wrong); every other required property gets a value from its schema (valueFor), and those
+ * it cannot fill are named (the server then rejects the call: see adapterRejection).
+ */
+export function detectTemplate(tool: Record<string, unknown>): DetectedTemplate | undefined {
+  const schema = toolSchema(tool);
+  const name = commandProperty(tool, schema);
+  if (name === undefined) return undefined;
+  const template: Record<string, unknown> = { [name]: schemaTypes(schema.properties[name]).has('array') ? '{{argv}}' : '{{command}}' };
+  const chosen: string[] = [];
+  const unfilled: string[] = [];
+  for (const property of schema.required) {
+    if (property === name) continue;
+    const filled = valueFor(property, schema.properties[property]);
+    if (!filled) unfilled.push(property);
+    else {
+      template[property] = filled.value;
+      if (filled.value !== '{{cwd}}') chosen.push(`${property}: ${JSON.stringify(filled.value)} (${filled.why})`);
+    }
+  }
+  return { arguments: template, chosen, unfilled };
+}
+
+/** The detected arguments template alone (detectTemplate), or undefined. */
+export function argumentsFromSchema(tool: Record<string, unknown>): unknown | undefined {
+  return detectTemplate(tool)?.arguments;
 }
 
 /** Which of a server's tools the host may call: Codex's `enabled_tools` (an allow-list, when set), then `disabled_tools`. */
@@ -64,37 +152,143 @@ export function toolAllowed(filter: ToolFilter | undefined, name: unknown): bool
   return !filter?.disabled?.includes(name);
 }
 
+/** An exec tool the operator named (flag or config), with or without an arguments template. */
+export interface ConfiguredExec {
+  tool: string;
+  arguments?: unknown;
+  source: 'flag' | 'config';
+}
+
+const detected = (tool: string, found: DetectedTemplate, source: ExecAdapter['source']): ExecAdapter => ({
+  tool,
+  arguments: found.arguments,
+  source,
+  ...(found.chosen.length ? { chosen: found.chosen } : {}),
+  ...(found.unfilled.length ? { unfilled: found.unfilled } : {}),
+});
+
+/** One named exec tool as an adapter: its template, or the schema's; a reason when it cannot be driven. */
+function configuredAdapter(configured: ConfiguredExec, tools: Record<string, unknown>[], filter?: ToolFilter): ExecAdapter | { missing: string } {
+  if (!toolAllowed(filter, configured.tool)) {
+    return {
+      missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it`,
+    };
+  }
+  if (configured.arguments !== undefined) return { tool: configured.tool, arguments: configured.arguments, source: configured.source };
+  const tool = tools.find((t) => t.name === configured.tool);
+  if (!tool) return { missing: `the server lists no tool named "${configured.tool}"` };
+  const found = detectTemplate(tool);
+  if (found === undefined) {
+    return {
+      missing: `tool "${configured.tool}" has no property that takes a command (${COMMAND_PROPERTIES.join(', ')}), and no arguments template places the command`,
+    };
+  }
+  return detected(configured.tool, found, configured.source);
+}
+
 /**
- * Chooses the exec adapter: the operator's (flag or config) wins; otherwise the first listed tool
- * with a `command`, `cmd` or `argv` property. Only tools the filter allows count: Codex neither
- * offers the others to its model nor calls them. Returns a reason when there is none.
+ * Chooses the exec adapter: the operator's first (flag or config) wins; otherwise the first listed
+ * tool that takes a command. Only tools the filter allows count: Codex neither offers the others
+ * to its model nor calls them. Returns a reason when there is none.
  */
 export function resolveExecAdapter(
   allTools: Record<string, unknown>[],
-  configured?: { tool: string; arguments?: unknown; source: 'flag' | 'config' },
+  configured?: ConfiguredExec | readonly ConfiguredExec[],
   filter?: ToolFilter,
 ): ExecAdapter | { missing: string } {
+  return resolveExecTools(allTools, configured === undefined ? [] : Array.isArray(configured) ? configured : [configured as ConfiguredExec], filter).primary;
+}
+
+/** What the suite does with one listed tool: drives it (and how), or not, and why. */
+export interface ToolAccount {
+  name: string;
+  /** 'primary': the fixed checks' exec tool; 'extra': another exec tool, given the fixed EXEC-1/LAUNCH calls. */
+  role?: 'primary' | 'extra';
+  adapter?: ExecAdapter;
+  /** Why it is not exercised. */
+  why?: string;
+  /** Set when --exercise-all-tools would drive it (its annotations mark it destructive or open-world). */
+  annotated?: boolean;
+  /** Listed only later on a long-lived server: when (e.g. "after notifications/tools/list_changed"). */
+  late?: string;
+}
+
+/** Every exec tool of a server: the primary (the fixed checks'), the others, and an account of every listed tool. */
+export interface ExecTools {
+  primary: ExecAdapter | { missing: string };
+  extra: ExecAdapter[];
+  accounts: ToolAccount[];
+}
+
+/** The annotations that keep a tool from being driven without --exercise-all-tools, in words; undefined when none. */
+function riskyAnnotations(tool: Record<string, unknown>): string | undefined {
+  const annotations = isObject(tool.annotations) ? tool.annotations : {};
+  const risky = (['destructiveHint', 'openWorldHint'] as const).filter((hint) => annotations[hint] === true);
+  return risky.length ? `its annotations say ${risky.map((h) => `${h}: true`).join(' and ')}` : undefined;
+}
+
+/**
+ * Resolves every tool that can run a command. With tools named by the operator, exactly those (the
+ * first is the primary); otherwise every allowed tool detection can drive, in listing order. An
+ * extra tool whose annotations say destructive or open-world is driven only with `exerciseAll`.
+ * Every listed tool gets an account, so none is silently ignored.
+ */
+export function resolveExecTools(
+  allTools: Record<string, unknown>[],
+  configured: readonly ConfiguredExec[] = [],
+  filter?: ToolFilter,
+  options: { exerciseAll?: boolean } = {},
+): ExecTools {
   const tools = allTools.filter((t) => toolAllowed(filter, t.name));
-  if (configured) {
-    if (!toolAllowed(filter, configured.tool)) {
-      return {
-        missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it`,
-      };
-    }
-    if (configured.arguments !== undefined) return { tool: configured.tool, arguments: configured.arguments, source: configured.source };
-    const tool = tools.find((t) => t.name === configured.tool);
-    if (!tool) return { missing: `the server lists no tool named "${configured.tool}"` };
-    const args = argumentsFromSchema(tool);
-    if (args === undefined) {
-      return { missing: `tool "${configured.tool}" has no command, cmd or argv property, and no arguments template places the command` };
-    }
-    return { tool: configured.tool, arguments: args, source: configured.source };
+  const adapters: ExecAdapter[] = [];
+  const accounts = new Map<string, ToolAccount>();
+  let missing: string | undefined;
+  for (const [i, named] of configured.entries()) {
+    const adapter = configuredAdapter(named, tools, filter);
+    if ('missing' in adapter) {
+      if (i === 0) missing = adapter.missing;
+      accounts.set(named.tool, { name: named.tool, why: adapter.missing });
+    } else adapters.push(adapter);
   }
-  for (const tool of tools) {
-    const args = argumentsFromSchema(tool);
-    if (args !== undefined && typeof tool.name === 'string') return { tool: tool.name, arguments: args, source: 'detected' };
+  for (const tool of allTools) {
+    const name = typeof tool.name === 'string' ? tool.name : undefined;
+    if (name === undefined || accounts.has(name) || adapters.some((a) => a.tool === name)) continue;
+    const account = accountOf(tool, name, { configured: configured.length > 0, first: adapters.length === 0, filter, exerciseAll: options.exerciseAll });
+    if ('tool' in account) adapters.push(account);
+    else accounts.set(name, account);
   }
-  return { missing: EXEC_HINT };
+  const primary = missing !== undefined ? { missing } : (adapters[0] ?? { missing: EXEC_HINT });
+  const ordered = [
+    ...adapters.map((adapter, i): ToolAccount => ({ name: adapter.tool, role: i === 0 && !missing ? 'primary' : 'extra', adapter })),
+    ...[...accounts.values()],
+  ];
+  return { primary, extra: missing !== undefined ? adapters : adapters.slice(1), accounts: ordered };
+}
+
+interface AccountContext {
+  /** The operator named the exec tools: detection adds none. */
+  configured: boolean;
+  /** No exec tool found yet: this one would be the primary, which is driven whatever its annotations (as before). */
+  first: boolean;
+  filter?: ToolFilter;
+  exerciseAll?: boolean;
+}
+
+/** Detection's verdict on one listed tool: an adapter, or why it is not exercised. */
+function accountOf(tool: Record<string, unknown>, name: string, ctx: AccountContext): ExecAdapter | ToolAccount {
+  const found = detectTemplate(tool);
+  if (!toolAllowed(ctx.filter, name))
+    return { name, why: 'not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it' };
+  if (found === undefined) {
+    return {
+      name,
+      why: describesRunning(tool) ? 'its description says it runs something, but it has no property the suite can place a command in' : 'no command-like input',
+    };
+  }
+  if (ctx.configured) return { name, why: 'it takes a command, but the exec tools were named by the operator and it is not one of them' };
+  const risky = !ctx.first && !ctx.exerciseAll ? riskyAnnotations(tool) : undefined;
+  if (risky) return { name, why: risky, annotated: true };
+  return detected(name, found, 'detected');
 }
 
 /** True when the template passes the command as one shell string rather than an argv array. */

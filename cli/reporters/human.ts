@@ -4,7 +4,7 @@ import { blockedByExpectedFailure } from '../exit-codes.js';
 import type { GradedReport, GradedResult, GradedStatus } from '../grade.js';
 import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';
 import { counterexampleLines } from './counterexample.js';
-import { elicitationNote, execSummary } from './index.js';
+import { elicitationNote, execSummary, toolsSummary } from './index.js';
 
 /** The terminal gets no CR at all: CRLF becomes LF, a lone CR shows as "\\r". */
 const LINES = { lines: true };
@@ -151,6 +151,8 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   if (info) out.push(c.dim(defuseWorkflowCommands(`server: ${neutralize(String(info.name ?? '?'))} ${neutralize(String(info.version ?? ''))}`.trimEnd())));
   const exec = execSummary(report, options.mode);
   if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));
+  const tools = toolsSummary(report, options.mode);
+  if (tools) out.push(c.dim(defuseWorkflowCommands(neutralize(tools))));
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   const timing = timingLine(report, options.mode);
   if (timing) out.push(c.dim(timing));

@@ -1,5 +1,5 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
-import type { ExecAdapter } from '../../harness/exec-adapter.js';
+import type { ExecAdapter, ToolAccount } from '../../harness/exec-adapter.js';
 import { scenarioFinder, scenarioKey, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/engine/model.js';
 import type { RunReport } from '../../suites/engine/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
@@ -139,16 +139,32 @@ export function truncate(text: string, max: number): string {
 }
 
 /** The exec adapter as a report shows it: its arguments template with secret-looking headers redacted. */
-export const reportedExec = (exec: ExecAdapter): ExecAdapter => ({ tool: exec.tool, arguments: redactValue(exec.arguments), source: exec.source });
+export const reportedExec = (exec: ExecAdapter): ExecAdapter => ({
+  tool: exec.tool,
+  arguments: redactValue(exec.arguments),
+  source: exec.source,
+  ...(exec.chosen ? { chosen: exec.chosen } : {}),
+  ...(exec.unfilled ? { unfilled: exec.unfilled } : {}),
+});
 
 /** Said when the run resolved no exec adapter (the checks that need one are then not applicable). */
 export const NO_EXEC =
-  'none resolved (no listed tool has a command, cmd or argv property, or the one --exec-tool or the config names is not usable), so the checks that need one are not applicable';
+  'none resolved (no listed tool takes a command in a command, cmd, argv, script, code, shell, program or commandLine property or says it runs one, or the --exec-tool or config entry named first is not usable), so the checks that need one are not applicable';
+
+const ORIGIN = { detected: 'detected from its input schema', flag: 'given by --exec-tool', config: 'from the config file' } as const;
+
+/** What detection chose for required properties, and what it could not fill, in words ('' when neither). */
+export function detectionNotes(adapter: Pick<ExecAdapter, 'chosen' | 'unfilled'>): string {
+  const chosen = adapter.chosen?.length ? `; chose ${adapter.chosen.join(', ')}` : '';
+  const unfilled = adapter.unfilled?.length
+    ? `; WARNING: could not fill the required ${adapter.unfilled.map((p) => JSON.stringify(p)).join(', ')} from the schema, so the server will likely reject its calls: name its arguments with --exec-args`
+    : '';
+  return chosen + unfilled;
+}
 
 /** The exec adapter in words, for reports. */
 export function adapterDescription(adapter: ExecAdapter): string {
-  const origin = { detected: 'detected from its input schema', flag: 'given by --exec-tool', config: 'from the config file' }[adapter.source];
-  return `exec tool ${JSON.stringify(adapter.tool)} with arguments ${JSON.stringify(adapter.arguments)} (${origin})`;
+  return `exec tool ${JSON.stringify(adapter.tool)} with arguments ${JSON.stringify(adapter.arguments)} (${ORIGIN[adapter.source]}${detectionNotes(adapter)})`;
 }
 
 /**
@@ -159,6 +175,22 @@ export function adapterDescription(adapter: ExecAdapter): string {
 export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>, mode?: 'host'): string | undefined {
   if (report.startFailure || mode === 'host') return undefined;
   return report.exec ? adapterDescription(reportedExec(report.exec)) : `exec tool: ${NO_EXEC}`;
+}
+
+/** One listed tool and what the suite did with it, in words: "run_script: tested (…)" or "echo: not exercised (…)". */
+export function toolAccountText(account: ToolAccount): string {
+  const name = JSON.stringify(account.name);
+  if (!account.adapter) return `${name}: not exercised (${account.why ?? 'no reason recorded'}${account.annotated ? '; --exercise-all-tools drives it' : ''})`;
+  const adapter = reportedExec(account.adapter);
+  const what = account.role === 'primary' ? 'every check' : 'the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool)';
+  const late = account.late ? `, listed later (${account.late})` : '';
+  return `${name}: tested by ${what}${late} with ${JSON.stringify(adapter.arguments)} (${ORIGIN[adapter.source]}${detectionNotes(adapter)})`;
+}
+
+/** The tools line of a report header: every listed tool with what the suite did with it (none when the target never started). */
+export function toolsSummary(report: Pick<RunReport, 'tools' | 'startFailure'>, mode?: 'host'): string | undefined {
+  if (report.startFailure || mode === 'host' || !report.tools?.length) return undefined;
+  return `tools: ${report.tools.map(toolAccountText).join('; ')}`;
 }
 
 /**

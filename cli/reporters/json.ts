@@ -1,4 +1,4 @@
-import type { ExecAdapter } from '../../harness/exec-adapter.js';
+import type { ExecAdapter, ToolAccount } from '../../harness/exec-adapter.js';
 import type { Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/engine/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import type { GradedStatus } from '../grade.js';
@@ -6,7 +6,17 @@ import { blockedByExpectedFailure } from '../exit-codes.js';
 import { jsonSafe } from '../sanitize.js';
 import { redactValue } from '../transcripts.js';
 import { tally } from './human.js';
-import { areaOf, CONTRACT, execSummary, reportedExec, scenarioOf, transcriptFileOf, type ReportData, type TargetDescription } from './index.js';
+import {
+  areaOf,
+  CONTRACT,
+  execSummary,
+  reportedExec,
+  scenarioOf,
+  toolAccountText,
+  transcriptFileOf,
+  type ReportData,
+  type TargetDescription,
+} from './index.js';
 
 /**
  * The JSON report: one document per run, described by schema/report.schema.json (shipped in the
@@ -58,6 +68,28 @@ export interface ScenarioDocument {
   transcript: { entries: number; file?: string };
 }
 
+/** One listed tool as the JSON report has it. */
+export interface ReportedTool {
+  name: string;
+  tested: boolean;
+  /** primary: every check drives it; extra: the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool). */
+  role?: 'primary' | 'extra';
+  exec?: ExecAdapter;
+  why?: string;
+  late?: string;
+  description: string;
+}
+
+const reportedTool = (account: ToolAccount): ReportedTool => ({
+  name: account.name,
+  tested: account.adapter !== undefined,
+  ...(account.role ? { role: account.role } : {}),
+  ...(account.adapter ? { exec: reportedExec(account.adapter) } : {}),
+  ...(account.why ? { why: account.why } : {}),
+  ...(account.late ? { late: account.late } : {}),
+  description: toolAccountText(account),
+});
+
 export interface ReportDocument {
   schemaVersion: number;
   tool: { name: string; version: string };
@@ -68,6 +100,8 @@ export interface ReportDocument {
   server: { serverInfo?: unknown; capabilities?: unknown };
   /** The exec tool and arguments template the run used, and where they came from; null when none resolved. Absent when the target never started. */
   exec?: (ExecAdapter & { description: string }) | null;
+  /** Every tool the server listed, and what the suite did with it. Absent when the target never started, and in host mode. */
+  tools?: ReportedTool[];
   startFailure?: { message: string; stderrTail: string };
   /** How the fake Codex answered the server's elicitation/create, and every request, in scenario order (server mode). */
   elicitation?: NonNullable<ReportData['report']['elicitation']>;
@@ -150,7 +184,10 @@ export function toDocument(data: ReportData): ReportDocument {
       ? { startFailure: { message: report.startFailure.message, stderrTail: report.startFailure.stderrTail } }
       : data.mode === 'host'
         ? {}
-        : { exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null }),
+        : {
+            exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null,
+            ...(report.tools ? { tools: report.tools.map(reportedTool) } : {}),
+          }),
     ...(report.elicitation ? { elicitation: report.elicitation } : {}),
     ...(report.containment ? { containment: report.containment } : {}),
     ...(report.stats ? { stats: report.stats } : {}),

@@ -11,6 +11,8 @@ import {
   isProblem,
   NO_EXEC,
   reportedExec,
+  detectionNotes,
+  toolsSummary,
   scenarioOf,
   transcriptFileOf,
   truncate,
@@ -93,7 +95,7 @@ function execLine(report: ReportData['report'], mode: ReportData['mode']): strin
   if (!report.exec) return `Exec tool: ${cell(NO_EXEC)}`;
   const exec = reportedExec(report.exec);
   const origin = { detected: 'detected from its input schema', flag: 'given by `--exec-tool`', config: 'from the config file' }[exec.source];
-  return `Exec tool ${code(exec.tool)} with arguments ${code(JSON.stringify(exec.arguments))} (${origin})`;
+  return `Exec tool ${code(exec.tool)} with arguments ${code(JSON.stringify(exec.arguments))} (${origin}${cell(detectionNotes(exec))})`;
 }
 
 export function renderMarkdown(data: ReportData): string {
@@ -112,6 +114,8 @@ export function renderMarkdown(data: ReportData): string {
   );
   const exec = execLine(report, data.mode);
   if (exec) out.push(exec, '');
+  const tools = toolsSummary(report, data.mode);
+  if (tools) out.push(cell(tools), '');
   const elicited = elicitationNote(report);
   if (elicited) out.push(cell(elicited), '');
   if (report.startFailure) {

@@ -311,6 +311,8 @@ export interface ScenarioContext {
   readonly observers: ScenarioObservers;
   /** The exec adapter; absent when the target has none (checks needing it are skipped first). */
   readonly exec?: ExecAdapter;
+  /** The server's other exec tools (detected or named), each given the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool). */
+  readonly execTools: readonly ExecAdapter[];
   /** True when the server opted in (or --assume-opt-in): Codex then sends sandbox keys. */
   readonly optedIn: boolean;
   /** The positive control's facts, published by the control scenario. */
@@ -383,6 +385,7 @@ export type IsolatedContext = Pick<
   | 'handshake'
   | 'observers'
   | 'exec'
+  | 'execTools'
   | 'state'
   | 'codexEntries'
   | 'execProbe'
@@ -418,6 +421,8 @@ export interface CallOptions {
 }
 
 export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
+  /** Another exec tool to call (default: the scenario's exec adapter). */
+  adapter?: ExecAdapter;
   /** Extra tool arguments (AUTH-1 smuggles authority in them). */
   extraArguments?: Record<string, unknown>;
   /**

@@ -1,5 +1,5 @@
 import type { ConnectionPurpose, Transport } from '../../harness/codex-wire.js';
-import { toolAllowed, type ExecAdapter, type SessionAdapter, type ToolFilter } from '../../harness/exec-adapter.js';
+import { toolAllowed, type ConfiguredExec, type ExecAdapter, type SessionAdapter, type ToolAccount, type ToolFilter } from '../../harness/exec-adapter.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Containment } from '../../harness/containment.js';
 import type { Connection, HttpTarget, StdioTarget, Target } from '../../harness/target.js';
@@ -12,7 +12,10 @@ export interface RunPlan {
   targets: { stdio?: StdioTarget; http?: HttpTarget };
   /** Host mode: the host its scenarios (HostScenario) drive, over these transports. */
   host?: HostTarget;
-  exec?: { tool: string; arguments?: unknown; source: 'flag' | 'config' };
+  /** The exec tools the operator named (--exec-tool, "exec" in the config): the first is the fixed checks'; none: detected. */
+  exec?: ConfiguredExec | readonly ConfiguredExec[];
+  /** Also drive exec tools whose annotations say destructive or open-world (--exercise-all-tools). */
+  exerciseAllTools?: boolean;
   /** The tools the suite may call (a Codex config's enabled_tools and disabled_tools); exec detection looks only at these. */
   tools?: ToolFilter;
   options: RunOptions;
@@ -55,6 +58,8 @@ export interface RunReport {
   containment?: Containment;
   /** The exec adapter the run used (from the first connection that resolved one), and where it came from. */
   exec?: ExecAdapter;
+  /** Every tool the server listed (the first connection's), and what the suite did with it: driven (how) or not, and why. */
+  tools?: ToolAccount[];
   durationMs: number;
   /** Server mode: how the host answered elicitation/create, and every request the servers sent, in scenario order. */
   elicitation?: { answer: ElicitationAnswer; requests: ElicitationRecord[] };

@@ -72,6 +72,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     ...(suite.server ? { serverInfo: suite.server.info, capabilities: suite.server.capabilities } : {}),
     transports,
     ...(suite.exec ? { exec: suite.exec } : {}),
+    ...(suite.tools ? { tools: suite.tools } : {}),
     ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.elicitations) } }),
     durationMs: Date.now() - suite.started,
     stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved },

@@ -50,6 +50,8 @@ export interface CallSite {
   connection: Connection;
   observers: ScenarioObservers;
   exec: ExecAdapter | undefined;
+  /** The server's other exec tools (ExecTools.extra). */
+  execTools: readonly ExecAdapter[];
   optedIn: boolean;
   log: MonitorLog;
   callTimeoutMs: number;
@@ -76,6 +78,7 @@ export function callSurface(site: CallSite): IsolatedContext {
     handshake: connection.handshake,
     observers,
     exec,
+    execTools: site.execTools,
     state,
     serverStartedAt: site.startedAt,
     observe: () => observers.read(),
@@ -89,15 +92,16 @@ export function callSurface(site: CallSite): IsolatedContext {
       return path;
     },
     execProbe: async (sandbox, options = {}) => {
-      if (!exec) throw new Error('execProbe called without an exec adapter');
+      const adapter = options.adapter ?? exec;
+      if (!adapter) throw new Error('execProbe called without an exec adapter');
       const nonce = options.nonce ?? observers.newNonce();
       const command = options.command?.argv ?? observers.probeCommand(nonce);
-      const shellString = usesShellString(exec.arguments);
-      const rendered = renderCommand(exec.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
+      const shellString = usesShellString(adapter.arguments);
+      const rendered = renderCommand(adapter.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
       const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
       const script = shellString ? (options.command?.script ?? command.map(shellQuote).join(' ')) : undefined;
       const shown = { form: options.command?.form ?? 'simple', text: commandText(script ?? command.map(shellQuote).join(' '), observers.dir) };
-      const outcome = await monitoredCall(exec.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command, command: shown });
+      const outcome = await monitoredCall(adapter.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command, command: shown });
       return { nonce, command, arguments: args, outcome, shown };
     },
   };

@@ -1,5 +1,5 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
-import { adapterRejection, resolveExecAdapter, type ExecAdapter } from '../../harness/exec-adapter.js';
+import { adapterRejection, resolveExecTools, type ConfiguredExec, type ExecAdapter } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
@@ -57,10 +57,12 @@ function noteServer(run: ScenarioRun, connection: Connection): void {
 async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Connection, servers: ScenarioServers): Promise<void> {
   const { plan } = run.suite;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(connection.handshake.initializeResult);
-  const adapter = resolveExecAdapter(connection.handshake.tools, plan.exec, plan.tools);
+  const resolved = resolveExecTools(connection.handshake.tools, configuredExecs(plan.exec), plan.tools, { exerciseAll: plan.exerciseAllTools });
+  const adapter = resolved.primary;
   const exec = 'missing' in adapter ? undefined : adapter;
   run.log.exec = exec;
   run.suite.exec ??= exec;
+  run.suite.tools ??= resolved.accounts;
   // Needs the target cannot meet (verdict.ts, 1c).
   const unmet = (check: CheckDef): Verdict | undefined => {
     if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '', 'exec-adapter');
@@ -80,6 +82,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     connection: on,
     observers,
     exec,
+    execTools: resolved.extra,
     optedIn,
     log,
     callTimeoutMs: plan.options.callTimeoutMs,
@@ -101,6 +104,10 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
   judgeAdapter(run, scenario, exec);
   for (const [id, verdict] of decided) run.decide(id, verdict);
 }
+
+/** The operator's exec tools as a list (the plan may hold one or several). */
+export const configuredExecs = (exec: ConfiguredExec | readonly ConfiguredExec[] | undefined): readonly ConfiguredExec[] =>
+  exec === undefined ? [] : Array.isArray(exec) ? exec : [exec as ConfiguredExec];
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
 type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, startedAt: number, timed?: boolean) => CallSite;
@@ -162,7 +169,10 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
  * count: a refusal of a call without authority may well come as "invalid params".
  */
 function judgeAdapter(run: ScenarioRun, scenario: Scenario, exec: ExecAdapter | undefined): void {
-  const rejected = run.log.calls.map((call) => (call.expect === 'run' && call.outcome ? adapterRejection(call.outcome) : undefined)).find(Boolean);
+  // Only the primary tool's calls: a scenario that drives the other exec tools judges their rejections itself.
+  const rejected = run.log.calls
+    .map((call) => (call.expect === 'run' && call.tool === exec?.tool && call.outcome ? adapterRejection(call.outcome) : undefined))
+    .find(Boolean);
   if (!rejected || !exec) return;
   for (const check of scenario.checks) if (check.needs.includes('exec')) run.decide(check.id, adapterRejected(rejected));
 }

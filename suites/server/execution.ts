@@ -1,6 +1,7 @@
 import { isRefusal } from '../../harness/codex-session.js';
 import { commandText, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
 import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe } from '../engine/model.js';
+import { everyExecToolScenario } from './exec-tools.js';
 import { commandKit, formLabel, generate, REPRESENTATIVE } from './commands.js';
 
 export const executesInsideLaunch: CheckDef = {
@@ -75,4 +76,4 @@ const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (c
   );
 });
 
-export const executionScenarios = [commandShapesScenario];
+export const executionScenarios = [commandShapesScenario, everyExecToolScenario];

@@ -1,0 +1,150 @@
+import { isRefusal } from '../../harness/codex-session.js';
+import type { SandboxEntries } from '../../harness/codex-wire.js';
+import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
+import type { Observations } from '../../harness/observers.js';
+import { controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import {
+  couldNotRun,
+  fail,
+  notApplicable,
+  pass,
+  type CheckDef,
+  type ControlFacts,
+  type ExecProbe,
+  type IsolatedContext,
+  type Scenario,
+  type Verdict,
+} from '../engine/model.js';
+
+export const everyExecTool: CheckDef = {
+  id: 'execution/every-exec-tool',
+  rule: 'EXEC-1',
+  level: 'MUST',
+  title: 'every tool that can run a command runs it only inside a launch, and fails closed without authority',
+  summary:
+    'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
+  observes:
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each tool named with a repeated --exec-tool) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run); over HTTP one call as Codex sends it there (nothing may run). Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
+  why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
+  typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
+  fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
+  needs: ['exec', 'opt-in'],
+};
+
+/** What one exec tool was asked, on one server: the control (full authority) and the calls it must refuse. */
+export interface ToolCalls {
+  adapter: ExecAdapter;
+  control?: ExecProbe;
+  refusals: { label: string; probe: ExecProbe }[];
+}
+
+type Variant = { label: string; entries: (ctx: IsolatedContext) => SandboxEntries };
+const WITHOUT_LAUNCHER: Variant = { label: 'without a launcher', entries: (ctx) => ({ ...ctx.codexEntries(), launcher: undefined }) };
+const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries: (ctx) => ({ ...ctx.codexEntries(), launcher: { codexExecutable: 'codex' } }) };
+
+/**
+ * Drives one more exec tool with the fixed calls, charged to `check`: over stdio the control and
+ * the refusals (`full`: without a launcher and with a malformed one; else without a launcher
+ * only); over HTTP one call as Codex sends it there, which must run nothing.
+ */
+export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
+  const call = (entries: SandboxEntries) => ctx.execProbe(entries, { adapter, check });
+  if (ctx.transport === 'http') return { adapter, refusals: [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }] };
+  const control = await call(ctx.codexEntries());
+  const refusals = [];
+  for (const variant of full ? [WITHOUT_LAUNCHER, RELATIVE_LAUNCHER] : [WITHOUT_LAUNCHER])
+    refusals.push({ label: variant.label, probe: await call(variant.entries(ctx)) });
+  return { adapter, control, refusals };
+}
+
+/** One tool's verdict: a failure, a reason it was not driven, or fine. */
+type ToolVerdict = { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok' };
+
+/** The control with full authority: fine when it ran inside a launch; else a failure or why the tool was not driven. */
+function judgeControl(tool: string, control: ExecProbe, observations: Observations): { facts: ControlFacts; verdict?: ToolVerdict } {
+  const rejected = adapterRejection(control.outcome);
+  if (rejected)
+    return {
+      facts: { works: false, detail: 'rejected' },
+      verdict: { kind: 'not-driven', why: `${tool}: its call was rejected as invalid: ${rejected.slice(0, 200)}`, rejected: true },
+    };
+  const facts = controlFacts(control, observations);
+  if (facts.works) return { facts };
+  const runs = probeRunsOf(observations, control.nonce);
+  const response = summarizeOutcome(control.outcome);
+  if (runs.some((run) => run.launchId === '')) {
+    const verdict = fail(`${tool}: with everything Codex sends, the command ran outside any launch of codex sandbox`, {
+      expected: "inside a launch of the codexExecutable sent, under this call's state",
+      actual: { response, executions: runs.map((r) => ({ pid: r.pid, cwd: r.cwd, invokedAs: r.invoked, launch: r.launchId || 'none' })) },
+    }) as Verdict & { status: 'fail' };
+    return { facts, verdict: { kind: 'fail', verdict } };
+  }
+  if (runs.length === 0 && control.outcome.kind === 'result' && !isRefusal(control.outcome)) {
+    const verdict = fail(`${tool}: with everything Codex sends, the call reported success but the command never executed`, {
+      expected: 'the command executed inside a launch of the codexExecutable sent (or the call refused)',
+      actual: response,
+    }) as Verdict & { status: 'fail' };
+    return { facts, verdict: { kind: 'fail', verdict } };
+  }
+  return { facts, verdict: { kind: 'not-driven', why: `${tool}: ${facts.detail}`, rejected: false } };
+}
+
+/** A tool's calls, judged: a refusal that ran anything fails whatever the control did. */
+export async function judgeToolCalls(calls: ToolCalls, observations: Observations, stdioControl: Promise<ControlFacts>): Promise<ToolVerdict> {
+  const tool = calls.adapter.tool;
+  const control = calls.control ? judgeControl(tool, calls.control, observations) : undefined;
+  const facts = control ? Promise.resolve(control.facts) : stdioControl;
+  for (const { label, probe } of calls.refusals) {
+    const verdict = await judgeFailClosed(probe, observations, facts);
+    if (verdict.status === 'fail') return { kind: 'fail', verdict: { ...verdict, message: `${tool}, ${label}: ${verdict.message}` } };
+    if (verdict.status === 'error') return { kind: 'not-driven', why: `${tool}, ${label}: ${verdict.message}`, rejected: false };
+  }
+  if (control?.verdict) return control.verdict;
+  if (!control && !(await stdioControl).works)
+    return { kind: 'not-driven', why: `${tool}: the refusal over HTTP proves nothing while the stdio control does not run`, rejected: false };
+  return { kind: 'ok' };
+}
+
+/** The check's verdict over every tool: the first failure (the others listed), else every tool not driven, else a pass. */
+export function verdictOverTools(judged: { tool: string; verdict: ToolVerdict }[], what: string): Verdict {
+  const fails = judged.flatMap(({ verdict }) => (verdict.kind === 'fail' ? [verdict.verdict] : []));
+  if (fails.length > 0) {
+    const [first, ...more] = fails;
+    return { ...first!, diff: [...(first!.diff ?? []), ...more.map((v) => `! ${v.message}`)] };
+  }
+  const notDriven = judged.flatMap(({ verdict }) => (verdict.kind === 'not-driven' ? [verdict] : []));
+  if (notDriven.length > 0) {
+    const hint = notDriven.some((v) => v.rejected) ? 'exec-adapter' : undefined;
+    return couldNotRun(
+      `${notDriven.length} of ${judged.length} other exec tools could not be driven: ${notDriven.map((v) => v.why).join('; ')}`,
+      undefined,
+      hint,
+    );
+  }
+  return pass(`${judged.map((j) => j.tool).join(', ')}: ${what}`);
+}
+
+/** execution/every-exec-tool: the other exec tools, one after another, on one server per transport. */
+export const everyExecToolScenario: Scenario = {
+  id: everyExecTool.id,
+  title: everyExecTool.title,
+  checks: [everyExecTool],
+  needs: everyExecTool.needs,
+  transports: ['stdio', 'http'],
+  run: async (ctx) => {
+    if (ctx.execTools.length === 0) {
+      return new Map([[everyExecTool.id, notApplicable(`the server has one exec tool (${ctx.exec?.tool ?? 'none'}), which the other checks drive`)]]);
+    }
+    const driven: ToolCalls[] = [];
+    for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
+    const observations = await ctx.observe();
+    const control = ctx.transport === 'http' ? ctx.control() : Promise.resolve({ works: true, detail: '' });
+    const judged = [];
+    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, control) });
+    const what =
+      ctx.transport === 'http'
+        ? 'over HTTP (no launcher, as Codex sends) each refused with nothing run'
+        : 'each ran the command inside a launch with everything Codex sends, and refused with nothing run without a launcher and with a relative one';
+    return new Map([[everyExecTool.id, verdictOverTools(judged, what)]]);
+  },
+};
