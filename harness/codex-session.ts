@@ -115,6 +115,8 @@ export class CodexSession {
   /** Our requests during the handshake, as sent: a target that copies its input to its output (cat) sends them back. */
   private readonly sentDuringHandshake = new Map<number, string>();
   private echoed?: string;
+  /** How many notifications/tools/list_changed the server sent: a long-lived caller relists when it grows. */
+  toolsListChanged = 0;
   private readonly scope: ProcessScope | undefined = currentScope();
   private readonly unanswered: string[] = [];
   readonly thread: CodexThread = newThread();
@@ -189,7 +191,11 @@ export class CodexSession {
       void this.answerServerRequest(msg.id, msg.method, msg.params);
       return;
     }
-    if (typeof msg.method === 'string') return; // a notification: logged by the recorder
+    if (typeof msg.method === 'string') {
+      // A notification: logged by the recorder; a changed tool list is counted.
+      if (msg.method === 'notifications/tools/list_changed') this.toolsListChanged++;
+      return;
+    }
     const id = typeof msg.id === 'number' ? msg.id : Number.NaN;
     const pending = this.pending.get(id);
     if (!pending) {
@@ -359,24 +365,29 @@ export class CodexSession {
       throw new TargetStartError(`initialize failed: ${notMcp ? `${why}; ${notMcp}` : why}`, this.transcript.stderrTail(), false, notMcp !== undefined);
     }
     await this.notify('notifications/initialized');
-    const tools: Record<string, unknown>[] = [];
-    let cursor: unknown;
-    for (let page = 0; page < 100; page++) {
-      const list = await this.list('tools/list', cursor, left());
-      if (list.kind !== 'result' || !isObject(list.result)) {
-        throw new TargetStartError(`tools/list failed: ${describe(list)}`, this.transcript.stderrTail());
-      }
-      const pageTools = Array.isArray(list.result.tools) ? list.result.tools : [];
-      tools.push(...pageTools.filter(isObject));
-      cursor = list.result.nextCursor;
-      if (cursor === undefined || cursor === null) break;
-    }
+    const tools = await this.listTools(left);
+    if (!Array.isArray(tools)) throw new TargetStartError(`tools/list failed: ${describe(tools)}`, this.transcript.stderrTail());
     const handshake: Handshake = { initializeResponse: init.message, initializeResult: init.result, tools, startupMs: Date.now() - started };
     if (this.purpose === 'inventory') {
       const outcomes = await Promise.all(INVENTORY_LISTS.map((method) => this.list(method, undefined, left())));
       handshake.inventory = Object.fromEntries(INVENTORY_LISTS.map((method, i) => [method, outcomes[i]]));
     }
     return handshake;
+  }
+
+  /** Every tool the server lists (all pages), as Codex lists them; the failed request's outcome when one fails. */
+  async listTools(left: () => number): Promise<Record<string, unknown>[] | RawOutcome> {
+    const tools: Record<string, unknown>[] = [];
+    let cursor: unknown;
+    for (let page = 0; page < 100; page++) {
+      const list = await this.list('tools/list', cursor, left());
+      if (list.kind !== 'result' || !isObject(list.result)) return list;
+      const pageTools = Array.isArray(list.result.tools) ? list.result.tools : [];
+      tools.push(...pageTools.filter(isObject));
+      cursor = list.result.nextCursor;
+      if (cursor === undefined || cursor === null) break;
+    }
+    return tools;
   }
 
   /** A model-initiated tools/call with Codex's `_meta`. */

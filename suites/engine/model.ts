@@ -365,6 +365,12 @@ export interface ScenarioContext {
   idle(ms: number): Promise<void>;
   /** The rest of the run, as a resident scenario (ScenarioBase.resident) sees it. */
   readonly lifetime: Lifetime;
+  /**
+   * A later listing of this server's tools: resolved as detection resolves the first (the named
+   * tools, the tool filter, --exercise-all-tools), the tools not listed before added to the
+   * report's list (noting `when`), and the exec tools among them returned, to be driven.
+   */
+  newExecTools(tools: Record<string, unknown>[], when: string): ExecAdapter[];
 }
 
 /** What a resident scenario knows of the run around it. */

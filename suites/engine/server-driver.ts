@@ -105,6 +105,24 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
   for (const [id, verdict] of decided) run.decide(id, verdict);
 }
 
+/** ScenarioContext.newExecTools for one server: what it listed first is known; each tool is new once. */
+function newExecToolsOf(run: ScenarioRun, connection: Connection): ScenarioContext['newExecTools'] {
+  const known = new Set(connection.handshake.tools.map((t) => t.name));
+  const { plan } = run.suite;
+  return (tools, when) => {
+    const resolved = resolveExecTools(tools, configuredExecs(plan.exec), plan.tools, { exerciseAll: plan.exerciseAllTools });
+    const fresh = resolved.accounts.filter((account) => !known.has(account.name));
+    for (const account of fresh) known.add(account.name);
+    // Each tool once in the report, whichever transport's server listed it first.
+    const listed = new Set(run.suite.tools?.map((t) => t.name));
+    const added = fresh
+      .filter((account) => !listed.has(account.name))
+      .map((account) => ({ ...account, ...(account.adapter ? { role: 'extra' as const } : {}), late: when }));
+    run.suite.tools = [...(run.suite.tools ?? []), ...added];
+    return fresh.flatMap((account) => (account.adapter ? [account.adapter] : []));
+  };
+}
+
 /** The operator's exec tools as a list (the plan may hold one or several). */
 export const configuredExecs = (exec: ConfiguredExec | readonly ConfiguredExec[] | undefined): readonly ConfiguredExec[] =>
   exec === undefined ? [] : Array.isArray(exec) ? exec : [exec as ConfiguredExec];
@@ -128,6 +146,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     idle: (ms) => run.idle(ms),
     lifetime: suite.lifetime,
     ...callSurface(main),
+    newExecTools: newExecToolsOf(run, main.connection),
     lingerAfter: (ms) => {
       run.log.lingerMs = Math.max(run.log.lingerMs, ms);
     },

@@ -48,7 +48,11 @@ const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries:
  * only); over HTTP one call as Codex sends it there, which must run nothing.
  */
 export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
-  const call = (entries: SandboxEntries) => ctx.execProbe(entries, { adapter, check });
+  // The tool's name goes with the command's form, so that every finding about the call names the tool.
+  const call = (entries: SandboxEntries) => {
+    const nonce = ctx.observers.newNonce();
+    return ctx.execProbe(entries, { adapter, check, nonce, command: { argv: ctx.observers.probeCommand(nonce), form: `simple, to tool ${adapter.tool}` } });
+  };
   if (ctx.transport === 'http') return { adapter, refusals: [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }] };
   const control = await call(ctx.codexEntries());
   const refusals = [];

@@ -15,6 +15,7 @@ import {
   type Sequence,
   type Step,
 } from './explore.js';
+import { driveExecTool, everyExecTool } from './exec-tools.js';
 import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
 
 /**
@@ -76,12 +77,29 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   const seq = await newSequence(ctx, ctx, RESIDENT_CHECKS);
   const model: Model = { steps: 0 };
   const steps = residentSteps();
+  let listChanged = ctx.session.toolsListChanged;
   for (const [k, step] of steps.entries()) {
     await paceCall(ctx, k, () => done);
     await step.run(model, seq);
     ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
+    if (ctx.session.toolsListChanged !== listChanged) {
+      listChanged = ctx.session.toolsListChanged;
+      await driveNewTools(ctx, `after notifications/tools/list_changed, ${seconds(Date.now() - ctx.serverStartedAt)} after the resident server started`);
+    }
   }
   await ctx.lifetime.othersDone;
+  await driveNewTools(ctx, `at the end of the resident server's life, ${seconds(Date.now() - ctx.serverStartedAt)} after it started`);
+}
+
+/**
+ * Relists the tools and drives every exec tool that was not listed before with the call with
+ * everything Codex sends and the one without a launcher (over HTTP: one call as Codex sends it);
+ * the monitor charges what they break (execution/every-exec-tool, or a rule's own check).
+ */
+async function driveNewTools(ctx: ScenarioContext, when: string): Promise<void> {
+  const tools = await ctx.session.listTools(() => ctx.options.callTimeoutMs);
+  if (!Array.isArray(tools)) return;
+  for (const adapter of ctx.newExecTools(tools, when)) await driveExecTool(ctx, adapter, everyExecTool.id, false);
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -100,6 +118,7 @@ export const residentScenario: Scenario = {
       RESIDENT_CHECKS.relative,
       RESIDENT_CHECKS.notExecutable,
       RESIDENT_CHECKS.smuggled,
+      everyExecTool.id,
     ],
   },
   // It lasts as long as the run (whose own timeout bounds it).
