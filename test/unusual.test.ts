@@ -58,6 +58,8 @@ const variants: Record<string, Variant> = {
   'verifies-launcher': { http: false, mustPass: CORE },
   'recycling-pool': { http: true, mustPass: [...CORE, ...HTTP] },
   'out-of-order': { http: false, mustPass: CORE },
+  // Three exec tools (argv, script, and a shell string with a required timeout): every one is driven, and conforms.
+  'three-exec-tools': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {

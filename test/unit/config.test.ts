@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError, validateConfig } from '../../cli/config.js';
+import { execEntries, execFlags, globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError, validateConfig } from '../../cli/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'msc-config-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,6 +37,29 @@ describe('flags', () => {
   test('--env pairs', () => {
     expect(parseEnvPairs(['A=1', 'B=x=y', 'C='])).toEqual({ A: '1', B: 'x=y', C: '' });
     expect(() => parseEnvPairs(['NOEQUALS'])).toThrow(/NAME=VALUE/);
+  });
+  test('repeated --exec-tool with one --exec-args each, or none; config "exec" may be a list', () => {
+    expect(execFlags(['a', 'b'], ['{"c":"{{argv}}"}', '{"s":"{{command}}"}'])).toEqual([
+      { tool: 'a', arguments: { c: '{{argv}}' }, source: 'flag' },
+      { tool: 'b', arguments: { s: '{{command}}' }, source: 'flag' },
+    ]);
+    expect(execFlags(['a', 'b'], [])).toEqual([
+      { tool: 'a', arguments: undefined, source: 'flag' },
+      { tool: 'b', arguments: undefined, source: 'flag' },
+    ]);
+    expect(() => execFlags(['a', 'b'], ['{"c":"{{argv}}"}'])).toThrow(/one --exec-args per --exec-tool/);
+    expect(() => execFlags([], ['{"c":"{{argv}}"}'])).toThrow(/--exec-args needs --exec-tool/);
+    expect(() => execFlags(['a', 'a'], [])).toThrow(/--exec-tool a given more than once/);
+    const list = [{ tool: 'a' }, { tool: 'b', arguments: { s: '{{command}}' } }];
+    expect(validateConfig({ exec: list }, 'f')).toEqual({
+      exec: [
+        { tool: 'a', arguments: undefined },
+        { tool: 'b', arguments: { s: '{{command}}' } },
+      ],
+    });
+    expect(execEntries(validateConfig({ exec: { tool: 'a' } }, 'f').exec)).toEqual([{ tool: 'a', arguments: undefined }]);
+    expect(() => validateConfig({ exec: [] }, 'f')).toThrow(/"exec" must be/);
+    expect(() => validateConfig({ exec: [{ tool: '' }] }, 'f')).toThrow(/"exec" must be/);
   });
   test('--exec-args must be JSON', () => {
     expect(parseExecArgs('{"a":"{{argv}}"}')).toEqual({ a: '{{argv}}' });

@@ -3,7 +3,17 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { z } from 'zod';
-import { adapterRejection, argumentsFromSchema, readSessionId, renderArguments, resolveExecAdapter, usesShellString } from '../../harness/exec-adapter.js';
+import {
+  adapterRejection,
+  argumentsFromSchema,
+  detectTemplate,
+  readSessionId,
+  renderArguments,
+  resolveExecAdapter,
+  resolveExecTools,
+  usesShellString,
+  type ExecAdapter,
+} from '../../harness/exec-adapter.js';
 import { hintText } from '../../cli/hints.js';
 import { adapterDescription } from '../../cli/reporters/index.js';
 import type { RawOutcome } from '../../harness/codex-session.js';
@@ -48,9 +58,9 @@ describe('exec adapter detection', () => {
     expect(argumentsFromSchema(tool('shell', { command: { anyOf: [str, { type: 'null' }] } }))).toEqual({ command: '{{command}}' });
     expect(argumentsFromSchema(tool('shell', { command: { anyOf: [{ type: 'number' }] } }))).toBeUndefined();
   });
-  test('a required cwd-like string property gets "{{cwd}}"; other required and optional properties are left out', () => {
+  test('a required cwd-like string property gets "{{cwd}}"; a required timeout a generous value; optional properties are left out', () => {
     const schema = { command: { type: 'array' }, cwd: { type: 'string' }, timeout: { type: 'number' }, env: { type: 'object' } };
-    expect(argumentsFromSchema(tool('shell', schema, ['command', 'cwd', 'timeout']))).toEqual({ command: '{{argv}}', cwd: '{{cwd}}' });
+    expect(argumentsFromSchema(tool('shell', schema, ['command', 'cwd', 'timeout']))).toEqual({ command: '{{argv}}', cwd: '{{cwd}}', timeout: 60_000 });
     expect(argumentsFromSchema(tool('shell', schema, ['command']))).toEqual({ command: '{{argv}}' });
     for (const name of ['workdir', 'working_directory', 'workingDirectory', 'dir', 'directory']) {
       expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, [name]: { type: ['string', 'null'] } }, ['cmd', name]))).toEqual({
@@ -58,13 +68,122 @@ describe('exec adapter detection', () => {
         [name]: '{{cwd}}',
       });
     }
-    // Not of string type, or not cwd-like: left out.
-    expect(argumentsFromSchema(tool('run', { cmd: { type: 'string' }, cwd: { type: 'array' }, mode: { type: 'string' } }, ['cmd', 'cwd', 'mode']))).toEqual({
-      cmd: '{{command}}',
+    // Not of string type, or a string with nothing to choose from: left out, and named.
+    const found = detectTemplate(tool('run', { cmd: { type: 'string' }, cwd: { type: 'array' }, mode: { type: 'string' } }, ['cmd', 'cwd', 'mode']));
+    expect(found).toEqual({ arguments: { cmd: '{{command}}' }, chosen: [], unfilled: ['cwd', 'mode'] });
+  });
+  test("desktop-commander's start_process (required command string and timeout_ms number) gets a template its schema accepts", () => {
+    const startProcess = {
+      name: 'start_process',
+      description: 'Start a new terminal process with intelligent state detection.',
+      inputSchema: {
+        type: 'object',
+        properties: { command: { type: 'string' }, timeout_ms: { type: 'number' }, shell: { type: 'string' }, verbose_timing: { type: 'boolean' } },
+        required: ['command', 'timeout_ms'],
+        additionalProperties: false,
+      },
+    };
+    const adapter = resolveExecAdapter([startProcess]);
+    expect(adapter).toEqual({
+      tool: 'start_process',
+      arguments: { command: '{{command}}', timeout_ms: 60_000 },
+      source: 'detected',
+      chosen: ['timeout_ms: 60000 (a timeout in ms: generous)'],
     });
+    // The header says which values were chosen and why; the hint prints that template, which the schema accepts.
+    expect(adapterDescription(adapter as ExecAdapter)).toContain('chose timeout_ms: 60000 (a timeout in ms: generous)');
+    const hint = hintText('exec-adapter', { exec: adapter as ExecAdapter });
+    expect(hint).toContain(`--exec-tool start_process --exec-args '{"command":"{{command}}","timeout_ms":60000}'`);
+    expect(hint).not.toContain('{{argv}}');
+  });
+  test('every required property is filled from its schema where it can be: default, const, enum, examples, bounds, unit', () => {
+    const props = {
+      script: { type: 'string' },
+      shell: { type: 'string', default: 'bash' },
+      kind: { type: 'string', const: 'oneshot' },
+      mode: { type: 'string', enum: ['fast', 'safe'] },
+      label: { type: 'string', examples: ['build'] },
+      retries: { type: 'integer', minimum: 2, maximum: 5 },
+      timeoutSeconds: { type: 'integer', maximum: 30, description: 'in seconds' },
+      timeout_s: { type: 'number' },
+      detach: { type: 'boolean' },
+      note: { type: 'string' },
+    };
+    const found = detectTemplate(tool('run_script', props, Object.keys(props)));
+    expect(found?.arguments).toEqual({
+      script: '{{command}}',
+      shell: 'bash',
+      kind: 'oneshot',
+      mode: 'fast',
+      label: 'build',
+      retries: 2,
+      timeoutSeconds: 30,
+      timeout_s: 60,
+      detach: false,
+    });
+    expect(found?.unfilled).toEqual(['note']);
+    expect(found?.chosen).toContain('timeoutSeconds: 30 (a timeout in seconds: generous, within its bounds)');
+    // The header warns about what could not be filled, and the hint asks for it.
+    const adapter = resolveExecAdapter([tool('run_script', props, Object.keys(props))]) as ExecAdapter;
+    expect(adapterDescription(adapter)).toMatch(/WARNING: could not fill the required "note"/);
+    expect(hintText('exec-adapter', { exec: adapter })).toMatch(/with a value of your own for "note"/);
+  });
+  test('every command property name, and a description that says it runs something, are detected', () => {
+    for (const name of ['command', 'cmd', 'argv', 'script', 'code', 'shell', 'program', 'commandLine']) {
+      expect(argumentsFromSchema(tool('t', { [name]: { type: 'string' } }))).toEqual({ [name]: '{{command}}' });
+    }
+    const byDescription = {
+      name: 'go',
+      description: 'Runs a shell command line and returns its output.',
+      inputSchema: { type: 'object', properties: { line: { type: 'string' }, n: { type: 'number' } }, required: ['line'] },
+    };
+    expect(argumentsFromSchema(byDescription)).toEqual({ line: '{{command}}' });
+    expect(argumentsFromSchema({ ...byDescription, description: 'Echo a line.' })).toBeUndefined();
   });
   test('explicit arguments win', () => {
     expect(resolveExecAdapter([], { tool: 'x', arguments: { a: 1 }, source: 'config' })).toEqual({ tool: 'x', arguments: { a: 1 }, source: 'config' });
+  });
+});
+
+describe('every exec tool', () => {
+  const tools = [
+    tool('exec', { command: { type: 'array' } }, ['command']),
+    tool('echo', { text: { type: 'string' } }),
+    tool('run_script', { script: { type: 'string' } }, ['script']),
+    { ...tool('rm_rf', { command: { type: 'string' } }), annotations: { destructiveHint: true } },
+    { name: 'web', description: 'Starts a browser process.', inputSchema: { type: 'object', properties: { url: { type: 'number' } } } },
+  ];
+  test('the first is the primary; every other that takes a command is driven; every listed tool is accounted for', () => {
+    const { primary, extra, accounts } = resolveExecTools(tools);
+    expect(primary).toMatchObject({ tool: 'exec' });
+    expect(extra.map((a) => a.tool)).toEqual(['run_script']);
+    expect(accounts.map((a) => [a.name, a.role ?? a.why])).toEqual([
+      ['exec', 'primary'],
+      ['run_script', 'extra'],
+      ['echo', 'no command-like input'],
+      ['rm_rf', 'its annotations say destructiveHint: true'],
+      ['web', 'its description says it runs something, but it has no property the suite can place a command in'],
+    ]);
+    expect(accounts.find((a) => a.name === 'rm_rf')?.annotated).toBe(true);
+  });
+  test('--exercise-all-tools drives the destructive or open-world ones too', () => {
+    expect(resolveExecTools(tools, [], undefined, { exerciseAll: true }).extra.map((a) => a.tool)).toEqual(['run_script', 'rm_rf']);
+  });
+  test('named tools: exactly those, the first the primary; a tool that cannot be named is accounted for', () => {
+    const { primary, extra, accounts } = resolveExecTools(tools, [
+      { tool: 'run_script', source: 'flag' },
+      { tool: 'exec', arguments: { command: '{{argv}}' }, source: 'flag' },
+      { tool: 'nope', source: 'flag' },
+    ]);
+    expect(primary).toMatchObject({ tool: 'run_script', arguments: { script: '{{command}}' }, source: 'flag' });
+    expect(extra.map((a) => a.tool)).toEqual(['exec']);
+    expect(accounts.find((a) => a.name === 'nope')?.why).toMatch(/no tool named "nope"/);
+    expect(accounts.find((a) => a.name === 'rm_rf')?.why).toMatch(/named by the operator/);
+  });
+  test('a tool the Codex config disables is accounted for, not driven', () => {
+    const { extra, accounts } = resolveExecTools(tools, [], { disabled: ['run_script'] });
+    expect(extra).toEqual([]);
+    expect(accounts.find((a) => a.name === 'run_script')?.why).toMatch(/not enabled/);
   });
 });
 
