@@ -171,7 +171,7 @@ describe('a run', () => {
   test('no exec adapter resolved: the header says so in one line; the JSON "exec" is null', async () => {
     const { stdout, stderr } = await cli(['--only', 'forwarding/argv-shape', '--reporter', 'json', chaosServer, 'no-exec-tool']);
     expect(stderr.split('\n').filter((l) => l.startsWith('exec tool'))).toEqual([
-      'exec tool: none resolved (no listed tool has a command, cmd or argv property, or the one --exec-tool or the config names is not usable), so the checks that need one are not applicable',
+      'exec tool: none resolved (no listed tool takes a command in a command, cmd, argv, script, code, shell, program or commandLine property or says it runs one, or the --exec-tool or config entry named first is not usable), so the checks that need one are not applicable',
     ]);
     expect(JSON.parse(stdout).exec).toBeNull();
   });
@@ -300,7 +300,7 @@ describe('discoverability', () => {
     // The usage lines, the host subcommand among them, each on one line of their own.
     expect(stdout).toMatch(/^mcp-sandbox-conformance host \[options\]\s+check a Codex build instead \(host --help\)$/m);
     expect(stdout).toMatch(/^mcp-sandbox-conformance \[options\] <server> \[args\.\.\.\]\s+a stdio server \(an executable, or a \.js\/\.mjs\/\.cjs file\)$/m);
-    expect(stdout).toMatch(/"sessionId":"<dotted path in the open\s+result>" \(default:\s+structuredContent\.sessionId, else the only text block/);
+    expect(stdout).toMatch(/"sessionId":"<dotted path in the open\s+result>"\s+\(default:\s+structuredContent\.sessionId, else the only text block/);
   });
   test('list shows every check (or those a glob matches); explain shows one', async () => {
     const list = await cli(['list']);

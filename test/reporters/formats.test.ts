@@ -278,10 +278,11 @@ describe('--reporter values', () => {
   });
 });
 
+const human = (data: ReturnType<typeof syntheticData>) =>
+  renderHuman(data.report, { color: false, target: data.target.display, version: '0.0.0-test', checks: allChecks });
+
 describe('the exec adapter in every header', () => {
   const detected = 'exec tool "exec" with arguments {"command":"{{argv}}","cwd":"{{cwd}}"} (detected from its input schema)';
-  const human = (data: ReturnType<typeof syntheticData>) =>
-    renderHuman(data.report, { color: false, target: data.target.display, version: '0.0.0-test', checks: allChecks });
   test('human: one line under the server line, with where the adapter came from', () => {
     const lines = human(syntheticData()).split('\n');
     expect(lines.slice(1, 3)).toEqual(['server: synthetic 1.0.0', detected]);
@@ -334,6 +335,63 @@ describe('the exec adapter in every header', () => {
     delete none.report.exec;
     expect(renderMarkdown(none)).toMatch(/^Exec tool: none resolved /m);
     expect(renderHtml(syntheticData())).toContain(`<p class="meta" id="exec">${detected.replace(/"/g, '&quot;')}</p>`);
+  });
+});
+
+describe('the tools line: every listed tool, and what the suite did with it', () => {
+  const withTools = () => {
+    const data = syntheticData();
+    data.report.tools = [
+      { name: 'exec', role: 'primary', adapter: data.report.exec! },
+      {
+        name: 'start_process',
+        role: 'extra',
+        adapter: {
+          tool: 'start_process',
+          arguments: { command: '{{command}}', timeout_ms: 60000 },
+          source: 'detected',
+          chosen: ['timeout_ms: 60000 (a timeout in ms: generous)'],
+        },
+      },
+      { name: 'rm_rf', why: 'its annotations say destructiveHint: true', annotated: true },
+      {
+        name: 'run_fast',
+        role: 'extra',
+        adapter: { tool: 'run_fast', arguments: { command: '{{command}}' }, source: 'detected' },
+        late: 'after notifications/tools/list_changed',
+      },
+      { name: 'echo\u001b[31m', why: 'no command-like input' },
+    ];
+    return data;
+  };
+  test('human, markdown and html name each tool: tested (how) or not exercised (why); server text neutralised', () => {
+    const text = human(withTools());
+    const line = text.split('\n').find((l) => l.includes('tools: '))!;
+    expect(line).toContain(
+      '"start_process": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool) with {"command":"{{command}}","timeout_ms":60000}',
+    );
+    expect(line).toContain('chose timeout_ms: 60000 (a timeout in ms: generous)');
+    expect(line).toContain('"rm_rf": not exercised (its annotations say destructiveHint: true; --exercise-all-tools drives it)');
+    expect(line).toContain(
+      '"run_fast": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool), listed later (after notifications/tools/list_changed)',
+    );
+    expect(line).not.toContain('\u001b');
+    expect(renderMarkdown(withTools())).toMatch(/^tools: .*"rm_rf": not exercised/m);
+    expect(renderHtml(withTools())).toContain('<p class="meta" id="tools">tools: ');
+  });
+  test('json: the "tools" field, valid against the schema', () => {
+    const validate = reportValidator();
+    const doc = JSON.parse(renderJson(withTools()));
+    expect(doc.tools.map((t: { name: string; tested: boolean }) => [t.name, t.tested])).toEqual([
+      ['exec', true],
+      ['start_process', true],
+      ['rm_rf', false],
+      ['run_fast', true],
+      [expect.stringMatching(/^echo/), false],
+    ]);
+    expect(doc.tools[1].exec.chosen).toEqual(['timeout_ms: 60000 (a timeout in ms: generous)']);
+    expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...doc, tools: [{ name: 'x' }] })).toBe(false);
   });
 });
 
