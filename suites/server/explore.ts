@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { codexState, STATE_PROFILES, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
-import { readSessionId, renderArguments, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { readSessionId, renderArguments, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
 import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
@@ -47,7 +47,7 @@ export const sequencesHoldContract: CheckDef = {
   summary:
     'Stateful, model-based exploration: sequences of calls on one server process, where the authority changes one dimension at a time (policy, workspace, an unknown field, launcher, which state key carries it), calls arrive with no launcher or a malformed one, a state that is absent or not an object, a launcher that cannot set up a sandbox, authority smuggled in the arguments, commands drawn from the whole command grammar (every form at every size, up to about 100 KB), bursts of concurrent calls whose authority differs in policy, workspace, launcher or key form (sent at once or a few milliseconds apart), resource reads and relists. Every call must run only inside a launch of its own codexExecutable under its own state, or run nothing when its authority is missing or bad, whatever came before it. A violation is shrunk to the shortest sequence that still shows it, with the seed and path that replay it. Source: CONTRACT.md §3 EXEC-1, LAUNCH-1..3, FWD-1, FWD-2, AUTH-1, AUTH-2, AUTH-3, HTTP-1.',
   observes:
-    "Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call's authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran. fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command's form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.",
+    "Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call's authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran (to the exec tool the fixed checks drive; every fourth single call goes to one of the server's other exec tools, if any, judged by what ran). fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command's form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.",
   why: 'Servers keep state: caches, pools, remembered launchers, counters. Their defects show on the third call, after a failure, or after a change of workspace, where a fixed script of a few calls never looks.',
   typicalMistake:
     'A worker or cache keyed on part of the authority, a launcher remembered "until it changes", or a fast path that kicks in after a few identical calls.',
@@ -163,7 +163,25 @@ export interface Sequence {
   kit?: Promise<CommandKit>;
   /** Stop after the first step whose calls broke a MUST rule (exploration; the resident server and the soak go on). */
   stopWhenBroken?: boolean;
+  /** The server's other exec tools: exploration gives them a share of its single calls (toolFor); none for the resident and the soak. */
+  extraTools: readonly ExecAdapter[];
+  /** The numbers of the calls sent to them. */
+  extraCalls: Set<number>;
 }
+
+/** Every EXTRA_SHARE-th single call of an exploration sequence goes to one of the other exec tools, in turn. */
+const EXTRA_SHARE = 4;
+
+/** The exec tool call `index` goes to (undefined: the primary), by its number: a replay picks the same. */
+function toolFor(seq: Sequence, index: number): ExecAdapter | undefined {
+  const extra = seq.extraTools;
+  if (extra.length === 0 || index % EXTRA_SHARE !== 0) return undefined;
+  seq.extraCalls.add(index);
+  return extra[(index / EXTRA_SHARE - 1) % extra.length];
+}
+
+/** How a step names the tool it called, when it is not the primary. */
+const toTool = (adapter: ExecAdapter | undefined) => (adapter ? ` to tool ${JSON.stringify(adapter.tool)}` : '');
 
 /** The state Codex would send for the authority's policy and workspace (canaries included). */
 function stateOf(seq: Sequence, a: Authority): Record<string, unknown> {
@@ -270,7 +288,9 @@ export class Exec extends Step {
     const smuggled = this.smuggle && seq.smuggling ? await smuggledArguments(seq) : undefined;
     const index = ++seq.callsSent;
     const command = await probeCommand(seq, this.shape, nonce);
+    const adapter = toolFor(seq, index);
     const call = seq.sub.execProbe(entries, {
+      adapter,
       check: seq.checks.valid,
       nonce,
       command,
@@ -278,7 +298,7 @@ export class Exec extends Step {
       decoy: smuggled ? { check: argumentsNotAuthority.id, markers: smuggled.markers } : undefined,
     });
     seq.steps.push({
-      action: `exec${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
+      action: `exec${toTool(adapter)}${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
       calls: [
         {
           index,
@@ -342,9 +362,10 @@ export class Refused extends Step {
     if (sub.transport === 'http' && this.bad !== 'launcher-string') entries.launcher = undefined;
     const index = ++seq.callsSent;
     const check = this.bad === 'launcher-broken' ? seq.checks.broken : seq.checks.refused;
-    const call = sub.execProbe(entries, { check, expect: sub.transport === 'http' ? 'refuse' : expect });
+    const adapter = toolFor(seq, index);
+    const call = sub.execProbe(entries, { adapter, check, expect: sub.transport === 'http' ? 'refuse' : expect });
     seq.steps.push({
-      action: `call with ${this.bad.replace('-', ' ')}`,
+      action: `call${toTool(adapter)} with ${this.bad.replace('-', ' ')}`,
       calls: [{ index, authority: `${this.bad.replace('-', ' ')} (otherwise ${describeAuthority(seq.current)})` }],
     });
     await call;
@@ -640,6 +661,8 @@ export async function newSequence(ctx: ScenarioContext, sub: IsolatedContext, ch
     adapter: ctx.sessionAdapter,
     sessions: [],
     sessionNonces: [],
+    extraTools: [],
+    extraCalls: new Set(),
   };
 }
 
@@ -647,6 +670,7 @@ async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncComm
   const run = await ctx.isolated(async (sub) => {
     const seq = await newSequence(ctx, sub);
     seq.stopWhenBroken = true;
+    seq.extraTools = sub.execTools;
     await fc.asyncModelRun(() => ({ model: { steps: 0, budget }, real: seq }), commands);
     // A session runs what it accepted asynchronously: give those commands a moment before the server stops.
     if (seq.sessionNonces.length > 0) await settleSessions(sub, seq.sessionNonces);
@@ -663,7 +687,8 @@ export function judgeSequence(run: IsolatedRun<Sequence>, check: CheckDef): Sequ
     if (call.expect !== 'run' || !call.nonce || !call.outcome) continue;
     const ran = probeRunsOf(run.observations, call.nonce).length > 0 || run.observations.launches.some((l) => carriesNonce(l.argv, call.nonce!));
     if (ran) executed++;
-    else if (call.outcome.kind === 'result' && !isRefusal(call.outcome)) {
+    // Another exec tool may take commands in a form the probe does not run in (code, not shell): it is judged by what ran.
+    else if (call.outcome.kind === 'result' && !isRefusal(call.outcome) && !run.value?.extraCalls.has(call.index)) {
       violations.push({
         check,
         scenario: call.scenario,
