@@ -47,7 +47,7 @@ export const sequencesHoldContract: CheckDef = {
   summary:
     'Stateful, model-based exploration: sequences of calls on one server process, where the authority changes one dimension at a time (policy, workspace, an unknown field, launcher, which state key carries it), calls arrive with no launcher or a malformed one, a state that is absent or not an object, a launcher that cannot set up a sandbox, authority smuggled in the arguments, commands drawn from the whole command grammar (every form at every size, up to about 100 KB), bursts of concurrent calls whose authority differs in policy, workspace, launcher or key form (sent at once or a few milliseconds apart), resource reads and relists. Every call must run only inside a launch of its own codexExecutable under its own state, or run nothing when its authority is missing or bad, whatever came before it. A violation is shrunk to the shortest sequence that still shows it, with the seed and path that replay it. Source: CONTRACT.md §3 EXEC-1, LAUNCH-1..3, FWD-1, FWD-2, AUTH-1, AUTH-2, AUTH-3, HTTP-1.',
   observes:
-    "Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call's authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran (to the exec tool the fixed checks drive; every fourth single call goes to one of the server's other exec tools, if any, judged by what ran). fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command's form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.",
+    "Each sequence gets a fresh server with its own observers; after its last step the server is stopped and the monitor judges every call of the sequence against every execution, launch and trap invocation it recorded (the same judgement as the fixed scenarios). The sequence fails on any finding of a MUST rule, a call of a burst that ran under another call's authority included (AUTH-3; findings of SHOULD rules, such as key order, are left to their own checks), and on a call with valid authority that reported success while its command never ran (to the exec tool the fixed checks drive; one command shape in four goes to one of the server's other exec tools, if any, judged by what ran). fast-check then shrinks the sequence, rerunning each candidate on a fresh server, and the report lists the minimal one step by step: the authority each call carried, the command's form and text, what ran and in which launch under whose state. The sequence generator is seeded, so a default run is reproducible, and a failure report gives the seed and path that rerun exactly that sequence.",
   why: 'Servers keep state: caches, pools, remembered launchers, counters. Their defects show on the third call, after a failure, or after a change of workspace, where a fixed script of a few calls never looks.',
   typicalMistake:
     'A worker or cache keyed on part of the authority, a launcher remembered "until it changes", or a fast path that kicks in after a few identical calls.',
@@ -163,21 +163,21 @@ export interface Sequence {
   kit?: Promise<CommandKit>;
   /** Stop after the first step whose calls broke a MUST rule (exploration; the resident server and the soak go on). */
   stopWhenBroken?: boolean;
-  /** The server's other exec tools: exploration gives them a share of its single calls (toolFor); none for the resident and the soak. */
+  /** The server's other exec tools: exploration gives them a share of its valid single calls (toolFor); none for the resident and the soak. */
   extraTools: readonly ExecAdapter[];
   /** The numbers of the calls sent to them. */
   extraCalls: Set<number>;
 }
 
-/** Every EXTRA_SHARE-th single call of an exploration sequence goes to one of the other exec tools, in turn. */
+/** One command shape in EXTRA_SHARE goes to one of the other exec tools (by the shape: a shrunk or replayed step keeps its tool). */
 const EXTRA_SHARE = 4;
 
-/** The exec tool call `index` goes to (undefined: the primary), by its number: a replay picks the same. */
-function toolFor(seq: Sequence, index: number): ExecAdapter | undefined {
+/** The exec tool a valid call of command shape `shape` goes to (undefined: the primary); the call's number is noted. */
+function toolFor(seq: Sequence, shape: number, index: number): ExecAdapter | undefined {
   const extra = seq.extraTools;
-  if (extra.length === 0 || index % EXTRA_SHARE !== 0) return undefined;
+  if (extra.length === 0 || shape % EXTRA_SHARE !== EXTRA_SHARE - 1) return undefined;
   seq.extraCalls.add(index);
-  return extra[(index / EXTRA_SHARE - 1) % extra.length];
+  return extra[Math.floor(shape / EXTRA_SHARE) % extra.length];
 }
 
 /** How a step names the tool it called, when it is not the primary. */
@@ -288,7 +288,7 @@ export class Exec extends Step {
     const smuggled = this.smuggle && seq.smuggling ? await smuggledArguments(seq) : undefined;
     const index = ++seq.callsSent;
     const command = await probeCommand(seq, this.shape, nonce);
-    const adapter = toolFor(seq, index);
+    const adapter = toolFor(seq, this.shape, index);
     const call = seq.sub.execProbe(entries, {
       adapter,
       check: seq.checks.valid,
@@ -362,10 +362,9 @@ export class Refused extends Step {
     if (sub.transport === 'http' && this.bad !== 'launcher-string') entries.launcher = undefined;
     const index = ++seq.callsSent;
     const check = this.bad === 'launcher-broken' ? seq.checks.broken : seq.checks.refused;
-    const adapter = toolFor(seq, index);
-    const call = sub.execProbe(entries, { adapter, check, expect: sub.transport === 'http' ? 'refuse' : expect });
+    const call = sub.execProbe(entries, { check, expect: sub.transport === 'http' ? 'refuse' : expect });
     seq.steps.push({
-      action: `call${toTool(adapter)} with ${this.bad.replace('-', ' ')}`,
+      action: `call with ${this.bad.replace('-', ' ')}`,
       calls: [{ index, authority: `${this.bad.replace('-', ' ')} (otherwise ${describeAuthority(seq.current)})` }],
     });
     await call;
