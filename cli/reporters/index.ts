@@ -178,8 +178,8 @@ export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>, mo
 }
 
 /** One listed tool and what the suite did with it, in words: "run_script: tested (…)" or "echo: not exercised (…)". */
-export function toolAccountText(account: ToolAccount): string {
-  const name = JSON.stringify(account.name);
+export function toolAccountText(account: ToolAccount, names: readonly string[] = [account.name]): string {
+  const name = names.map((n) => JSON.stringify(n)).join(', ');
   if (!account.adapter) return `${name}: not exercised (${account.why ?? 'no reason recorded'}${account.annotated ? '; --exercise-all-tools drives it' : ''})`;
   const adapter = reportedExec(account.adapter);
   const what = account.role === 'primary' ? 'every check' : 'the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool)';
@@ -190,7 +190,14 @@ export function toolAccountText(account: ToolAccount): string {
 /** The tools line of a report header: every listed tool with what the suite did with it (none when the target never started). */
 export function toolsSummary(report: Pick<RunReport, 'tools' | 'startFailure'>, mode?: 'host'): string | undefined {
   if (report.startFailure || mode === 'host' || !report.tools?.length) return undefined;
-  return `tools: ${report.tools.map(toolAccountText).join('; ')}`;
+  // Tools left out for the same reason are named together: a server may list dozens that take no command.
+  const grouped = new Map<string, string[]>();
+  for (const account of report.tools) {
+    const key = account.adapter ? `tested\0${account.name}` : `${account.why ?? ''}\0${account.annotated ? 'a' : ''}`;
+    grouped.set(key, [...(grouped.get(key) ?? []), account.name]);
+  }
+  const byName = new Map(report.tools.map((t) => [t.name, t]));
+  return `tools: ${[...grouped.values()].map((names) => toolAccountText(byName.get(names[0]!)!, names)).join('; ')}`;
 }
 
 /**

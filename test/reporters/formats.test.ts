@@ -361,6 +361,7 @@ describe('the tools line: every listed tool, and what the suite did with it', ()
         late: 'after notifications/tools/list_changed',
       },
       { name: 'echo\u001b[31m', why: 'no command-like input' },
+      { name: 'ls_files', why: 'no command-like input' },
     ];
     return data;
   };
@@ -376,6 +377,8 @@ describe('the tools line: every listed tool, and what the suite did with it', ()
       '"run_fast": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool), listed later (after notifications/tools/list_changed)',
     );
     expect(line).not.toContain('\u001b');
+    // Tools left out for one reason are named together.
+    expect(line).toMatch(/"echo[^"]*", "ls_files": not exercised \(no command-like input\)/);
     expect(renderMarkdown(withTools())).toMatch(/^tools: .*"rm_rf": not exercised/m);
     expect(renderHtml(withTools())).toContain('<p class="meta" id="tools">tools: ');
   });
@@ -388,6 +391,7 @@ describe('the tools line: every listed tool, and what the suite did with it', ()
       ['rm_rf', false],
       ['run_fast', true],
       [expect.stringMatching(/^echo/), false],
+      ['ls_files', false],
     ]);
     expect(doc.tools[1].exec.chosen).toEqual(['timeout_ms: 60000 (a timeout in ms: generous)']);
     expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
