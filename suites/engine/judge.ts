@@ -59,6 +59,19 @@ export function probeRunsOf(observations: Observations, nonce: string) {
   return observations.probeRuns.filter((run) => run.nonce === nonce);
 }
 
+/**
+ * Waits (up to `waitMs`) until the probe with each nonce has run: a session or a started process
+ * runs what it accepted after the call returned.
+ */
+export async function awaitProbeRuns(ctx: { observe(): Promise<Observations> }, nonces: string[], waitMs = 1500): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const observations = await ctx.observe();
+    if (nonces.every((n) => probeRunsOf(observations, n).length > 0)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** The first execution of this probe inside a launch, else its first execution at all. */
 export function probeRan(observations: Observations, nonce: string) {
   const runs = probeRunsOf(observations, nonce);

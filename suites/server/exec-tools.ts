@@ -2,7 +2,7 @@ import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
-import { controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { awaitProbeRuns, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -30,6 +30,9 @@ export const everyExecTool: CheckDef = {
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
   needs: ['exec', 'opt-in'],
 };
+
+/** How long a call that reported success may take to run its command (a session or process tool runs it after answering). */
+const ACCEPTED_RUN_WAIT_MS = 5000;
 
 /** What one exec tool was asked, on one server: the control (full authority) and the calls it must refuse. */
 export interface ToolCalls {
@@ -141,6 +144,9 @@ export const everyExecToolScenario: Scenario = {
     }
     const driven: ToolCalls[] = [];
     for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
+    // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
+    const accepted = driven.flatMap(({ control }) => (control?.outcome.kind === 'result' && !isRefusal(control.outcome) ? [control.nonce] : []));
+    await awaitProbeRuns(ctx, accepted, ACCEPTED_RUN_WAIT_MS);
     const observations = await ctx.observe();
     const control = ctx.transport === 'http' ? ctx.control() : Promise.resolve({ works: true, detail: '' });
     const judged = [];

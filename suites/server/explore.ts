@@ -9,7 +9,7 @@ import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority } from './authority.js';
 import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
-import { carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { awaitProbeRuns, carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import { seconds } from '../engine/suite-run.js';
 import {
   couldNotRun,
@@ -626,15 +626,6 @@ function commandArbitrary(ctx: ScenarioContext, replayPath?: string): fc.Arbitra
   );
 }
 
-async function settleSessions(sub: IsolatedContext, nonces: string[], waitMs = 1500): Promise<void> {
-  const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
-    const observations = await sub.observe();
-    if (nonces.every((n) => probeRunsOf(observations, n).length > 0)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 // ---- running and judging one sequence ----
 
 export interface SequenceOutcome {
@@ -672,7 +663,7 @@ async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncComm
     seq.extraTools = sub.execTools;
     await fc.asyncModelRun(() => ({ model: { steps: 0, budget }, real: seq }), commands);
     // A session runs what it accepted asynchronously: give those commands a moment before the server stops.
-    if (seq.sessionNonces.length > 0) await settleSessions(sub, seq.sessionNonces);
+    if (seq.sessionNonces.length > 0) await awaitProbeRuns(sub, seq.sessionNonces);
     return seq;
   });
   return judgeSequence(run, sequencesHoldContract);
