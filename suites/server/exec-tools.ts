@@ -2,7 +2,7 @@ import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
-import { awaitProbeRuns, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -80,14 +80,14 @@ function judgeControl(tool: string, control: ExecProbe, observations: Observatio
   const runs = probeRunsOf(observations, control.nonce);
   const response = summarizeOutcome(control.outcome);
   if (runs.some((run) => run.launchId === '')) {
-    const verdict = fail(`${tool}: with everything Codex sends, the command ran outside any launch of codex sandbox`, {
+    const verdict = fail(`${tool}: with everything Codex sends, the command ran outside any launch of codex sandbox${commandLabel(control.shown)}`, {
       expected: "inside a launch of the codexExecutable sent, under this call's state",
       actual: { response, executions: runs.map((r) => ({ pid: r.pid, cwd: r.cwd, invokedAs: r.invoked, launch: r.launchId || 'none' })) },
     }) as Verdict & { status: 'fail' };
     return { facts, verdict: { kind: 'fail', verdict } };
   }
   if (runs.length === 0 && control.outcome.kind === 'result' && !isRefusal(control.outcome)) {
-    const verdict = fail(`${tool}: with everything Codex sends, the call reported success but the command never executed`, {
+    const verdict = fail(`${tool}: with everything Codex sends, the call reported success but the command never executed${commandLabel(control.shown)}`, {
       expected: 'the command executed inside a launch of the codexExecutable sent (or the call refused)',
       actual: response,
     }) as Verdict & { status: 'fail' };
