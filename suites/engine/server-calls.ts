@@ -25,20 +25,18 @@ export class MonitorLog {
   /** Judges every call against everything the observers recorded: once the servers are gone. */
   async judge(checks: CheckIndex): Promise<Finding[]> {
     if (this.calls.length + this.trapOwners.size === 0) return this.findings;
-    this.findings = (await this.findingsSoFar(checks, false)) ?? this.findings;
+    this.findings = (await this.findingsSoFar(checks)) ?? this.findings;
     return this.findings;
   }
 
   /**
-   * What the monitor finds in what was recorded so far; undefined without records. While the
-   * servers run (`running`), a probe record still empty (created, not yet written) is left for later:
-   * read as is it would look like an execution outside any launch.
+   * What the monitor finds in what was recorded so far; undefined without records. (A probe
+   * record still empty, created and not yet written, is not judged: see the monitor.)
    */
-  async findingsSoFar(checks: CheckIndex, running = true): Promise<Finding[] | undefined> {
+  async findingsSoFar(checks: CheckIndex): Promise<Finding[] | undefined> {
     const observers = this.observers;
     const observations = await observers?.read().catch(() => undefined);
     if (!observers || !observations) return undefined;
-    if (running) observations.probeRuns = observations.probeRuns.filter((run) => run.pid !== '');
     const { calls, trapOwners } = this;
     return monitor({ calls, observations, launcherName: (path) => observers.launcherName(path), trapOwners, checks });
   }
