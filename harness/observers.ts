@@ -111,8 +111,6 @@ export class ScenarioObservers {
     readonly markerDir: string = logDir,
     /** The private CODEX_HOME the real codex runs with (empty without a real Codex). */
     private readonly codexHome: string = '',
-    /** Resolves once the launcher, probe, workspace and helper are installed (see create). */
-    readonly ready: Promise<void> = Promise.resolve(),
   ) {}
 
   /** A second fake launcher at another path, same log: for "the launcher changed" scenarios. */
@@ -152,57 +150,45 @@ export class ScenarioObservers {
   }
   private readonly launcherNames = new Map<string, LauncherName>();
 
-  /**
-   * The observers of a scenario's server. Only what the server may touch at its start is in place
-   * when this resolves: the `codex` trap first on its PATH. The launcher, probe, workspace and
-   * helper are installed while the server starts (`ready`, to await before its first call), so
-   * that a scenario's start costs the server's start, not the server's plus ours.
-   */
   static async create(dir: string, options: { realCodex?: string } = {}): Promise<ScenarioObservers> {
     const logDir = join(dir, 'log');
     const pathTrapDir = join(dir, 'path');
     const workspaceDir = join(dir, 'work space');
     const markerDir = options.realCodex ? join(workspaceDir, MARKER_DIR_NAME) : logDir;
+    // The fake launcher's HOME for the commands it runs (made here: one mkdir fewer per launch).
+    await Promise.all([logDir, pathTrapDir, workspaceDir, markerDir, join(dir, 'launcher'), join(dir, 'home')].map((d) => mkdir(d, { recursive: true })));
     const codexHome = options.realCodex ? privateCodexHome(dir) : '';
     const helperDir = join(dir, 'codex-home', 'tmp', 'arg0', `codex-arg0${randomBytes(3).toString('hex')}`);
     // The real Codex serves its helper's calls only when invoked under the helper's name (argv[0]).
     const realHelper = options.realCodex ? join(helperDir, 'real', 'codex-linux-sandbox') : '';
-    const paths = {
-      launcher: join(dir, 'launcher', 'codex'),
-      probe: join(dir, 'task'),
-      sessionShell: join(dir, 'session-shell'),
-      linuxSandboxHelper: join(helperDir, 'codex-linux-sandbox'),
-    };
-    await Promise.all([logDir, pathTrapDir].map((d) => mkdir(d, { recursive: true })));
-    await install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' });
-    const ready = (async () => {
-      // The fake launcher's HOME for the commands it runs (made here: one mkdir fewer per launch).
-      await Promise.all([workspaceDir, markerDir, join(dir, 'launcher'), join(dir, 'home')].map((d) => mkdir(d, { recursive: true })));
-      await mkdir(options.realCodex ? join(helperDir, 'real') : helperDir, { recursive: true });
-      if (options.realCodex) await symlink(options.realCodex, realHelper);
-      await Promise.all([
-        install(paths.launcher, 'codex-launcher.sh', { LOG_DIR: logDir, REAL_CODEX: options.realCodex ?? '', CODEX_HOME: codexHome, LAUNCHER_NAME: 'a' }),
-        install(paths.probe, 'probe.sh', { LOG_DIR: markerDir }),
-        install(paths.sessionShell, 'session-shell.sh', {}),
-        install(paths.linuxSandboxHelper, 'linux-sandbox-helper.sh', { LOG_DIR: logDir, REAL_HELPER: realHelper }),
-      ]);
-    })();
-    ready.catch(() => undefined); // awaited by whoever uses the server (ScenarioServers)
+    await mkdir(options.realCodex ? join(helperDir, 'real') : helperDir, { recursive: true });
+    if (options.realCodex) await symlink(options.realCodex, realHelper);
+    const [launcherPath, , probePath, sessionShellPath, linuxSandboxHelper] = await Promise.all([
+      install(join(dir, 'launcher', 'codex'), 'codex-launcher.sh', {
+        LOG_DIR: logDir,
+        REAL_CODEX: options.realCodex ?? '',
+        CODEX_HOME: codexHome,
+        LAUNCHER_NAME: 'a',
+      }),
+      install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
+      install(join(dir, 'task'), 'probe.sh', { LOG_DIR: markerDir }),
+      install(join(dir, 'session-shell'), 'session-shell.sh', {}),
+      install(join(helperDir, 'codex-linux-sandbox'), 'linux-sandbox-helper.sh', { LOG_DIR: logDir, REAL_HELPER: realHelper }),
+    ]);
     const observers = new ScenarioObservers(
       dir,
       logDir,
-      paths.launcher,
+      launcherPath,
       pathTrapDir,
-      paths.probe,
+      probePath,
       workspaceDir,
-      paths.sessionShell,
-      paths.linuxSandboxHelper,
+      sessionShellPath,
+      linuxSandboxHelper,
       options.realCodex ?? '',
       markerDir,
       codexHome,
-      ready,
     );
-    observers.launcherNames.set(paths.launcher, 'a');
+    observers.launcherNames.set(launcherPath, 'a');
     return observers;
   }
 

@@ -66,28 +66,10 @@ export class ScenarioServers {
     timing.observersMs = Date.now() - run.t0;
     suite.serverStarts++;
     this.mainStartedAt = Date.now();
-    this.main = this.opened(await this.connectWatched(this.observers));
+    this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     timing.startupMs = Date.now() - run.t0 - timing.observersMs;
     run.serverStarted();
     return this.main;
-  }
-
-  /**
-   * Starts a server watched by `observers` while their files are installed (ScenarioObservers.create):
-   * settles once both have, so that nothing is still writing into a directory about to be removed.
-   */
-  private async connectWatched(observers: ScenarioObservers): Promise<Connection> {
-    const { suite } = this.run;
-    const [connection, installed] = await Promise.allSettled([
-      suite.connect(this.target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs),
-      observers.ready,
-    ]);
-    if (installed.status === 'rejected') {
-      if (connection.status === 'fulfilled') await connection.value.close().catch(() => undefined);
-      throw installed.reason;
-    }
-    if (connection.status === 'rejected') throw connection.reason;
-    return connection.value;
   }
 
   /** Another connection to the target, watched by the scenario's observers. */
@@ -110,7 +92,7 @@ export class ScenarioServers {
     const remove = () => rm(own, { recursive: true, force: true });
     try {
       const startedAt = Date.now();
-      const connection = this.opened(await this.connectWatched(observers));
+      const connection = this.opened(await suite.connect(this.target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
       this.isolatedUnanswered.push(connection.session.unansweredCalls);
       return { observers, connection, startedAt, remove };
     } catch (error) {
