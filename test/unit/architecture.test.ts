@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import ts from 'typescript';
 import { expect, test } from 'vitest';
 import { packageRoot } from '../../harness/paths.js';
 
@@ -87,4 +88,31 @@ test('no import cycle anywhere: not between files of a layer, not through anothe
   ]);
   expect(importCycles([...planted.keys()], (file) => planted.get(file)!)).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
   expect(localImports('suites/engine/runner.ts', new Set(files))).toContain('suites/engine/scenario-run.ts');
+});
+
+/** Every function of a source file longer than `limit` lines, as "file:line name (n lines)". */
+function longFunctions(file: string, text: string, limit: number): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const long: string[] = [];
+  const visit = (node: ts.Node, name: string) => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart()).line;
+      const lines = source.getLineAndCharacterOfPosition(node.getEnd()).line - first + 1;
+      const own = node.name && ts.isIdentifier(node.name) ? node.name.text : name;
+      if (lines > limit) long.push(`${file}:${first + 1} ${own} (${lines} lines)`);
+    }
+    const next = ts.isVariableDeclaration(node) || ts.isPropertyAssignment(node) || ts.isMethodDeclaration(node) ? node.name.getText(source) : name;
+    ts.forEachChild(node, (child) => visit(child, next));
+  };
+  visit(source, '(anonymous)');
+  return long;
+}
+
+test('the engine reads a function at a time: none of suites/engine is longer than a screen (60 lines)', () => {
+  const engine = sources('suites/engine');
+  expect(engine.length).toBeGreaterThan(10);
+  expect(engine.flatMap((file) => longFunctions(file, readFileSync(join(root, file), 'utf8'), 60))).toEqual([]);
+  // It can fail: a 61-line function is found.
+  const planted = `function planted() {\n${'  call();\n'.repeat(59)}}\n`;
+  expect(longFunctions('planted.ts', planted, 60)).toEqual(['planted.ts:1 planted (61 lines)']);
 });
