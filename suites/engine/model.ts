@@ -48,6 +48,8 @@ export interface MonitoredCall {
   authorityCheck?: string;
   /** When it was sent, in ms since its server was started: a defect may need time or many calls to show. */
   atMs?: number;
+  /** When it was sent and answered (epoch ms): two concurrent calls overlapped only if each was sent before the other was answered. */
+  window?: { sent: number; answered?: number };
   outcome?: RawOutcome;
 }
 

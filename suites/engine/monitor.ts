@@ -280,9 +280,9 @@ class MonitorPass {
     const others = this.input.calls.filter((c) => c !== call && c.authority.kind === 'valid' && c.expect !== 'refuse');
     const owners = others.filter((c) => this.matches(c, served));
     // A call in flight at the same time first (AUTH-3), else an earlier one (AUTH-2).
-    const owner = (call.concurrent ? owners.find((c) => c.concurrent) : undefined) ?? owners[0];
+    const owner = owners.find((c) => inFlightTogether(call, c)) ?? owners[0];
     if (owner) {
-      const concurrent = call.concurrent && owner.concurrent;
+      const concurrent = inFlightTogether(call, owner);
       const diff = stateOf(call) && isObject(forwarded) ? structuralDiff(stateOf(call), forwarded) : undefined;
       this.charge(call, call.authorityCheck ?? this.role(concurrent ? 'concurrent-authority' : 'stale-authority', call), {
         message: `${callLabel(call)}: ran under the authority of ${callLabel(owner)}${concurrent ? ', another call in flight at the same time' : ''}, not its own`,
@@ -331,6 +331,16 @@ interface ServedLaunch {
   parsed: ReturnType<typeof parseLaunchArgv>;
   forwarded: unknown;
   run: ProbeRun | undefined;
+}
+
+/**
+ * Whether two calls were in flight at the same time: both sent amid concurrent traffic, and each
+ * sent before the other was answered (two bursts seconds apart are not; without times, the flags decide).
+ */
+function inFlightTogether(a: MonitoredCall, b: MonitoredCall): boolean {
+  if (!a.concurrent || !b.concurrent) return false;
+  if (!a.window || !b.window) return true;
+  return a.window.sent < (b.window.answered ?? Infinity) && b.window.sent < (a.window.answered ?? Infinity);
 }
 
 const stateOf = (call: MonitoredCall) => (call.authority.kind === 'valid' ? call.authority.state : undefined);

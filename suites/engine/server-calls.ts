@@ -126,7 +126,9 @@ async function callMonitored(site: CallSite, tool: string, args: unknown, sandbo
     ...(site.timed ? { atMs: Date.now() - site.startedAt } : {}),
   };
   log.calls.push(call);
+  call.window = { sent: Date.now() };
   call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs);
+  call.window.answered = Date.now();
   // A call that should have run, refused once the host said no to the server's question: the
   // server was never given the go-ahead, so the calls it fed say nothing (verdict.ts).
   const unconfirmed = call.outcome.elicitations?.find((e) => e.action !== 'accept');

@@ -207,7 +207,7 @@ describe('attribution: executions to calls by nonce, to launches by launch id', 
     expect(pairs(judge(calls, { launches: [l1, l2], probeRuns: [runOf(1, l1), runOf(2, l2)] }))).toEqual([[CANONICAL.staleAuthority, 2]]);
   });
 
-  test('concurrent calls mixing their states: AUTH-3; only one of them concurrent: AUTH-2', () => {
+  test('concurrent calls mixing their states: AUTH-3; only one of them concurrent, or bursts apart in time: AUTH-2', () => {
     const l1 = direct(1, STATE_1);
     const l2 = direct(2, STATE_1);
     const observations = { launches: [l1, l2], probeRuns: [runOf(1, l1), runOf(2, l2)] };
@@ -217,6 +217,14 @@ describe('attribution: executions to calls by nonce, to launches by launch id', 
     expect(pairs(judge(one, observations))).toEqual([[CANONICAL.staleAuthority, 2]]);
     const withOwnCheck = [call(1, { concurrent: true }), call(2, { state: STATE_2, concurrent: true, authorityCheck: 'auth/concurrent-same-workspace' })];
     expect(pairs(judge(withOwnCheck, observations))).toEqual([['auth/concurrent-same-workspace', 2]]);
+    // Two bursts seconds apart: call 1 was answered before call 2 was sent, so it is an earlier call's authority (AUTH-2).
+    const apart = [
+      { ...call(1, { concurrent: true }), window: { sent: 1_000, answered: 1_050 } },
+      { ...call(2, { state: STATE_2, concurrent: true }), window: { sent: 3_500, answered: 3_550 } },
+    ];
+    expect(pairs(judge(apart, observations))).toEqual([[CANONICAL.staleAuthority, 2]]);
+    const overlapping = [apart[0]!, { ...apart[1]!, window: { sent: 1_020, answered: 1_070 } }];
+    expect(pairs(judge(overlapping, observations))).toEqual([[CANONICAL.concurrentAuthority, 2]]);
   });
 
   test('a mix-up names both calls, each with the authority it sent, and the command of each (form and text)', () => {
