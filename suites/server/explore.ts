@@ -656,10 +656,20 @@ export async function newSequence(ctx: ScenarioContext, sub: IsolatedContext, ch
   };
 }
 
-async function runSequence(ctx: ScenarioContext, commands: Iterable<fc.AsyncCommand<Model, Sequence>>, budget?: Budget): Promise<SequenceOutcome> {
+/**
+ * Runs one sequence on a fresh server. It stops at the step that broke a MUST rule (so shrinking
+ * drops the steps after it), except when replaying: whether a break shows at once depends on when
+ * the records are written, and a replay must run exactly the steps it was given.
+ */
+async function runSequence(
+  ctx: ScenarioContext,
+  commands: Iterable<fc.AsyncCommand<Model, Sequence>>,
+  budget?: Budget,
+  stopWhenBroken = true,
+): Promise<SequenceOutcome> {
   const run = await ctx.isolated(async (sub) => {
     const seq = await newSequence(ctx, sub);
-    seq.stopWhenBroken = true;
+    seq.stopWhenBroken = stopWhenBroken;
     seq.extraTools = sub.execTools;
     await fc.asyncModelRun(() => ({ model: { steps: 0, budget }, real: seq }), commands);
     // A session runs what it accepted asynchronously: give those commands a moment before the server stops.
@@ -811,7 +821,7 @@ async function exploreWorker(
     let outcome: SequenceOutcome;
     try {
       // Shrinking and replaying are not held to the budget: the failure's own idle steps and repeats must run.
-      outcome = await runSequence(ctx, commands, result.failure || replay ? undefined : budget);
+      outcome = await runSequence(ctx, commands, result.failure || replay ? undefined : budget, !replay);
     } catch (error) {
       result.infrastructure = (error as Error).message;
       shared.stopped = true;
