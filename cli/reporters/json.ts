@@ -5,7 +5,7 @@ import type { GradedStatus } from '../grade.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
 import { jsonSafe } from '../sanitize.js';
 import { redactValue } from '../transcripts.js';
-import { tally } from './human.js';
+import { tally, type Tally } from './human.js';
 import {
   areaOf,
   CONTRACT,
@@ -109,18 +109,7 @@ export interface ReportDocument {
   containment?: { mechanism: 'cgroup' | 'sweep'; detail: string };
   failOn: 'must' | 'should';
   exitCode: number;
-  summary: {
-    total: number;
-    passed: number;
-    failed: number;
-    skipped: number;
-    notApplicable: number;
-    couldNotRun: number;
-    warnings: number;
-    errors: number;
-    xfail: number;
-    xpass: number;
-  };
+  summary: Tally & { total: number };
   baseline?: { file: string; staleEntries: BaselineEntry[]; unknownEntries: BaselineEntry[]; updated: boolean };
   /** Paste-ready baseline entries for the failures no entry lists. */
   unexpectedFailures: BaselineEntry[];
