@@ -283,6 +283,10 @@ export class ScenarioObservers {
         } else if (name.startsWith('trap.')) {
           observations.trapCalls.push({ trap: name.split('.')[1] ?? '', argv: decodeArgv(text) });
         } else if (name.startsWith('probe.') && name.endsWith('.ran')) {
+          // Created but not written yet (the probe makes it, then writes it in one write), or never
+          // written (the probe was killed in between): not a record, for every reader (a wait goes
+          // on waiting; a judge never takes it for a run outside any launch).
+          if (text === '') return;
           const fields = Object.fromEntries(text.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
           observations.probeRuns.push({
             nonce: name.split('.')[1] ?? '',

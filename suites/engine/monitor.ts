@@ -135,10 +135,6 @@ class MonitorPass {
 
   /** An execution of the probe: asked for by a call that may run it, inside a launch of that call's authority. */
   private judgeProbeRun(run: ProbeRun): void {
-    // A record created but never written (the probe was killed in between, by a server stopping
-    // its commands or by the end of the run; it writes its record in one write): it started, but
-    // where is unknown, so it is not judged as "outside any launch". Complete records carry a pid.
-    if (run.pid === '') return;
     const owners = this.byNonce.get(run.nonce) ?? [];
     const launch = run.launchId ? this.launchesById.get(run.launchId) : undefined;
     const allowed = owners.filter((c) => c.expect === 'run');

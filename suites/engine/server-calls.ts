@@ -29,10 +29,7 @@ export class MonitorLog {
     return this.findings;
   }
 
-  /**
-   * What the monitor finds in what was recorded so far; undefined without records. (A probe
-   * record still empty, created and not yet written, is not judged: see the monitor.)
-   */
+  /** What the monitor finds in what was recorded so far; undefined without records. */
   async findingsSoFar(checks: CheckIndex): Promise<Finding[] | undefined> {
     const observers = this.observers;
     const observations = await observers?.read().catch(() => undefined);

@@ -275,13 +275,6 @@ describe('EXEC-1: nothing runs outside a launch; refused calls run nothing', () 
     expect(judge([call(1)], { launches: [l1], probeRuns: [runOf(1, l1), run('nobody-asked', l1)] })).toEqual([]);
   });
 
-  test('a probe record created but never written (the probe killed in between) is not an execution outside any launch', () => {
-    const empty: ProbeRun = { nonce: nonceOf(1), launchId: '', cwd: '', pid: '', invoked: '' };
-    expect(judge([call(1)], { probeRuns: [empty] })).toEqual([]);
-    // A complete record of the same is.
-    expect(pairs(judge([call(1)], { probeRuns: [runOf(1, '')] }))).toEqual([[CANONICAL.exec, 1]]);
-  });
-
   test("an execution for a refused call (authority none) is charged to the call's own check", () => {
     const refused = call(1, { sent: { state: STATE_1, stateDeprecated: STATE_1 }, expect: 'refuse', check: 'launcher/absent' });
     expect(refused.authority.kind).toBe('none');
