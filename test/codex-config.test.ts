@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort } from '../harness/http-target.js';
 import { startReferenceHttp } from './fixtures/reference-http.js';
 import { referenceServer, root } from './helpers.js';
-import { lastLine, reporterFlags, runCli } from './fixtures/run-cli.js';
+import { everyArtifactFlags, lastLine, reporterFlags, runCli } from './fixtures/run-cli.js';
 
 /**
  * `--codex-config [FILE] --server NAME`: the server as Codex is configured to start it, from
@@ -80,22 +80,10 @@ describe('--codex-config examples/codex-config.toml', () => {
     mkdirSync(out);
     const config = exampleCopy(out);
     seen.length = 0;
-    const run = await runCli(
-      [
-        '--codex-config',
-        config,
-        '--server',
-        'reference_http',
-        '--only',
-        'capability/*',
-        ...reporterFlags({ json: 'r.json', junit: 'r.xml', markdown: 'r.md', html: 'r.html' }),
-        '--transcripts',
-        'transcripts',
-        '--trace',
-        '--verbose',
-      ],
-      { cwd: out, env: { TMPDIR: out, REFERENCE_MCP_TOKEN: TOKEN } },
-    );
+    const run = await runCli(['--codex-config', config, '--server', 'reference_http', '--only', 'capability/*', ...everyArtifactFlags()], {
+      cwd: out,
+      env: { TMPDIR: out, REFERENCE_MCP_TOKEN: TOKEN },
+    });
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(seen.length).toBeGreaterThan(3);
     expect(seen.every((s) => s.authorization === `Bearer ${TOKEN}` && s.client === 'conformance')).toBe(true);

@@ -8,7 +8,7 @@ import { freePort } from '../harness/http-target.js';
 import { startReferenceHttp } from './fixtures/reference-http.js';
 import { connect } from '../harness/target.js';
 import { referenceServer } from './helpers.js';
-import { reporterFlags, runCli } from './fixtures/run-cli.js';
+import { everyArtifactFlags, runCli } from './fixtures/run-cli.js';
 
 /**
  * The fake host's HTTP requests, as a loopback server sees them, against what Codex 0.171.0 sent
@@ -122,21 +122,7 @@ describe('HTTP as Codex 0.171.0 speaks it', () => {
     seen = [];
     const out = join(scratch, 'cli');
     mkdirSync(out);
-    const run = await runCli(
-      [
-        '--url',
-        url(),
-        '--only',
-        'capability/*',
-        ...reporterFlags({ json: 'r.json', junit: 'r.xml', markdown: 'r.md', html: 'r.html' }),
-        '--transcripts',
-        'transcripts',
-        '--trace',
-        '--verbose',
-        referenceServer,
-      ],
-      { cwd: out, env: { TMPDIR: out } },
-    );
+    const run = await runCli(['--url', url(), '--only', 'capability/*', ...everyArtifactFlags(), referenceServer], { cwd: out, env: { TMPDIR: out } });
     expect(run.code, run.stderr).toBe(0);
     const report = JSON.parse(readFileSync(join(out, 'r.json'), 'utf8')) as { checks: { id: string; transport: string; status: string }[] };
     expect(report.checks.filter((c) => c.transport === 'http' && c.status === 'pass').length).toBeGreaterThan(0);
