@@ -7,7 +7,8 @@ const MAX_AHEAD = 6;
  * it. How many start ahead follows what it measures: as many as one start's duration covers of
  * the time between two takes (the work done on each, shared by everyone taking), at least one and
  * at most MAX_AHEAD. A target that starts in 2 s, used for 1 s at a time by two takers, gets four
- * ahead; one that starts in 0.1 s gets one. `drain()` disposes of what nobody took.
+ * ahead; one that starts in 0.1 s gets one (or as many as `prime` asked for, until the gap is
+ * known). `drain()` disposes of what nobody took.
  */
 export class SparePool<T> {
   private readonly spares: Promise<T>[] = [];
@@ -16,6 +17,8 @@ export class SparePool<T> {
   /** The time between one take's hand-out and the next take (its wait for a spare excluded), smoothed. */
   private gapMs?: number;
   private handedOutAt?: number;
+  /** How many start ahead before the time between takes is known (prime). */
+  private primed = 1;
 
   constructor(
     private readonly start: () => Promise<T>,
@@ -30,16 +33,26 @@ export class SparePool<T> {
     }
     const item = await (this.spares.shift() ?? this.timedStart());
     this.handedOutAt = Date.now();
-    while (this.spares.length < this.ahead) {
+    this.fill(this.ahead);
+    return item;
+  }
+
+  /** Starts up to `count` (at most MAX_AHEAD) at once, before the first take: the takes they are for are known to come. */
+  prime(count: number): void {
+    this.primed = Math.min(MAX_AHEAD, Math.max(1, count));
+    this.fill(this.primed);
+  }
+
+  private fill(count: number): void {
+    while (this.spares.length < count) {
       const next = this.timedStart();
       next.catch(() => undefined); // awaited by the take that gets it, or by drain
       this.spares.push(next);
     }
-    return item;
   }
 
   private get ahead(): number {
-    if (this.startMs === undefined || this.gapMs === undefined) return 1;
+    if (this.startMs === undefined || this.gapMs === undefined) return this.primed;
     return Math.min(MAX_AHEAD, Math.max(1, Math.ceil(this.startMs / Math.max(1, this.gapMs))));
   }
 

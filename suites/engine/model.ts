@@ -469,6 +469,12 @@ export interface ScenarioBase {
   /** Its own time budget, when the plain scenario timeout (`base`) does not fit it (exploration). */
   timeoutMs?: (options: RunOptions, base: number) => number;
   /**
+   * How many isolated runs (ScenarioContext.isolated) it is going to make on `transport`: their
+   * servers start beside its first one, as many at once as the spare pool allows, so that a slow
+   * starter's start-ups overlap rather than queue (only once the target is known to start and opt in).
+   */
+  isolatedRuns?: (options: RunOptions, transport: Transport) => number;
+  /**
    * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
    * before the other scenarios and lives until they are all done, outside the job slots; the
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of

@@ -135,17 +135,10 @@ export class ScenarioRun {
     this.suite.pool?.rest();
   }
 
-  /**
-   * Waits `ms` (less if the scenario is given up) without holding an acting slot: the slot is lent
-   * while any wait of this job is under way, and taken back before it goes on.
-   */
-  async idle(ms: number): Promise<void> {
-    if (this.idlers++ === 0 && this.acting) {
-      this.rest();
-      this.lent = true;
-    }
-    try {
-      await new Promise<void>((resolve) => {
+  /** Waits `ms` (less if the scenario is given up), lending the acting slot meanwhile (`waiting`). */
+  idle(ms: number): Promise<void> {
+    return this.waiting(
+      new Promise<void>((resolve) => {
         let forget = () => {};
         const timer = setTimeout(() => {
           forget();
@@ -156,7 +149,21 @@ export class ScenarioRun {
             clearTimeout(timer);
             resolve();
           }) ?? forget;
-      });
+      }),
+    );
+  }
+
+  /**
+   * Awaits `work` that only waits (an idle step, a server starting) without holding an acting
+   * slot: the slot is lent while any wait of this job is under way, and taken back before it goes on.
+   */
+  async waiting<T>(work: Promise<T>): Promise<T> {
+    if (this.idlers++ === 0 && this.acting) {
+      this.rest();
+      this.lent = true;
+    }
+    try {
+      return await work;
     } finally {
       if (--this.idlers === 0 && this.lent) {
         this.lent = false;

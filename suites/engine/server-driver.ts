@@ -42,7 +42,7 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
     run.end.unanswered = servers.firstUnanswered();
     if (run.end.unanswered) run.end.nothingRan = !servers.isolatedRan && !anythingRan(await servers.observers!.read());
   } finally {
-    servers.release();
+    await servers.release();
   }
 }
 
@@ -77,6 +77,8 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     if (scenario.isControl && connection.transport === 'stdio') run.suite.control.publish({ works: false, detail: 'the exec checks could not run' });
     return;
   }
+  // Its isolated runs will run: their servers start now, if they did not start with this one.
+  servers.primeIsolated();
   const site: SiteFor = (on, observers, log, startedAt, timed = Boolean(scenario.resident)) => ({
     scenario: { id: scenario.id, firstCheck: scenario.checks[0]?.id ?? scenario.resident?.charges[0] ?? '' },
     connection: on,
@@ -155,7 +157,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     },
     isolated: async (body, options = {}) => {
       // A fresh server each time, but its startup (most of a short sequence's cost) overlaps the sequence before it.
-      const fresh = await servers.spares.take();
+      const fresh = await run.waiting(servers.spares.take());
       servers.keepIsolated(fresh.connection);
       const own = new MonitorLog(fresh.observers);
       let value, error: unknown;

@@ -6,6 +6,7 @@ import type { CodexSession } from '../../harness/codex-session.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import { SparePool } from '../../harness/spare-pool.js';
 import type { Connection, Target } from '../../harness/target.js';
+import type { Scenario } from './model.js';
 import type { ScenarioRun } from './scenario-run.js';
 import { compactTranscript, scenarioTranscript } from './transcripts.js';
 
@@ -42,6 +43,8 @@ export class ScenarioServers {
   private readonly sessions: CodexSession[] = [];
   /** Whether anything executed on the server of an isolated run (their observers are removed run by run). */
   isolatedRan = false;
+  private primed = false;
+  private released = false;
   readonly spares = new SparePool<IsolatedServer>(
     () => this.openIsolated(),
     async (server) => {
@@ -64,6 +67,8 @@ export class ScenarioServers {
     this.observers = await ScenarioObservers.create(run.dir, { realCodex: suite.plan.realCodex });
     run.log.observers = this.observers;
     timing.observersMs = Date.now() - run.t0;
+    // The isolated runs' servers may start beside this one (primeIsolated says when).
+    void (run.job.transport === 'stdio' ? suite.control.facts : Promise.resolve()).then(() => this.primeIsolated());
     suite.serverStarts++;
     this.mainStartedAt = Date.now();
     this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
@@ -77,10 +82,27 @@ export class ScenarioServers {
     this.assertLive();
     const { suite } = this.run;
     suite.serverStarts++;
-    const extra = this.opened(await suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose));
+    // A start-up only waits: the acting slot goes to another job meanwhile.
+    const extra = this.opened(await this.run.waiting(suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose)));
     this.extras.push(extra);
     if (this.scope.aborted !== undefined) void extra.close();
     return extra;
+  }
+
+  /**
+   * Starts the servers of the isolated runs the scenario says it will make (Scenario.isolatedRuns),
+   * once, and only when they are known to be worth it: the target has started and opted in on this
+   * transport and, over stdio, the control's call ran its command (a blocker there may still let a
+   * first run try every form of authority, but not a dozen).
+   */
+  primeIsolated(): void {
+    const { scenario, job, suite } = this.run;
+    const runs = (scenario as Scenario).isolatedRuns?.(suite.plan.options, job.transport) ?? 0;
+    if (runs <= 0 || this.primed || this.released || this.scope.aborted !== undefined) return;
+    if (!suite.startedOnce.has(job.transport) || suite.notOptedIn.has(job.transport)) return;
+    if (job.transport === 'stdio' && (!suite.control.known || suite.control.known.blocker)) return;
+    this.primed = true;
+    this.spares.prime(runs);
   }
 
   private async openIsolated(): Promise<IsolatedServer> {
@@ -124,8 +146,10 @@ export class ScenarioServers {
     return lists.flat()[0];
   }
 
-  /** The verdicts are in: the record gets every connection's transcript, and the servers stop in the background. */
-  release(): void {
+  /** The verdicts are in: no spare starts any more, the record gets every connection's transcript, and the servers stop in the background. */
+  async release(): Promise<void> {
+    this.released = true;
+    await this.spares.drain();
     const { run } = this;
     run.transcript = scenarioTranscript(this.main, this.extras, this.isolated);
     if (this.isolatedUnkept)

@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
-import { codexState, STATE_PROFILES, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
+import { codexState, STATE_PROFILES, type SandboxEntries, type StateProfile, type Transport } from '../../harness/codex-wire.js';
 import { readSessionId, renderArguments, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
 import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote, type Observations } from '../../harness/observers.js';
@@ -861,10 +861,13 @@ async function exploreWorker(
   }
 }
 
+/** How many sequences a run of `options` makes on `transport`: over HTTP nothing may ever run, so every step is judged the same way: a third of the budget. */
+const sequencesOn = (transport: Transport, options: ExploreOptions): number =>
+  transport === 'http' ? Math.max(1, Math.ceil(options.runs / 3)) : options.runs;
+
 /** Explores with `options` and decides the check. */
 export async function explore(ctx: ScenarioContext, options: ExploreOptions): Promise<Verdict> {
-  // Over HTTP nothing may ever run, so every step is judged the same way: a third of the budget.
-  if (ctx.transport === 'http') options = { ...options, runs: Math.max(1, Math.ceil(options.runs / 3)) };
+  options = { ...options, runs: sequencesOn(ctx.transport, options) };
   const deadline = options.timeMs !== undefined ? Date.now() + options.timeMs : undefined;
   const replay = options.replay;
   const plans = replay
@@ -945,6 +948,8 @@ export const exploreScenario: Scenario = {
   long: true,
   // Its sequences draw every form of authority: one the control's call did not use may launch.
   ownCallForms: true,
+  // A sequence's servers are fresh; a replay makes one run, plus its shrinking if it fails.
+  isolatedRuns: (options, transport) => (!options.explore || options.explore.runs <= 0 ? 0 : options.explore.replay ? 1 : sequencesOn(transport, options.explore)),
   // A budget in time is the exploration's own bound (shrinking included); a budget in sequences has only the run timeout.
   timeoutMs: (options, base) => (options.explore?.timeMs !== undefined ? base + options.explore.timeMs + SHRINK_ALLOWANCE_MS : Number.MAX_SAFE_INTEGER),
   run: async (ctx) => {

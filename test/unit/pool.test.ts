@@ -88,4 +88,21 @@ describe('SparePool: as many start ahead as one start covers of the time between
       vi.useRealTimers();
     }
   });
+
+  test('prime starts that many at once (at most six), and keeps that many ahead until the time between takes is known', async () => {
+    let starts = 0;
+    const disposed: number[] = [];
+    const pool = new SparePool<number>(
+      async () => ++starts,
+      async (n) => void disposed.push(n),
+    );
+    pool.prime(12);
+    expect(starts).toBe(6);
+    expect(await pool.take()).toBe(1);
+    expect(starts).toBe(7); // the gap not known yet: topped up to six ahead
+    await pool.take();
+    expect(starts).toBe(7); // a start (instant here) covers none of the gap: five ahead are plenty
+    await pool.drain();
+    expect(disposed.length).toBe(5);
+  });
 });
