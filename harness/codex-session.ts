@@ -151,6 +151,11 @@ export class CodexSession {
    * Requests after startup that got no answer (a timeout, or the connection closed under them, not
    * by us), in order, each as "method: why". They make verdicts resting on them suspect (see the runner).
    */
+  /** Why the connection is closed (the server exited, the host closed it), once it is. */
+  get closed(): string | undefined {
+    return this.closedDetail;
+  }
+
   get unansweredCalls(): readonly string[] {
     return this.unanswered;
   }

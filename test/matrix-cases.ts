@@ -85,8 +85,9 @@ export const matrix: Record<string, Case> = Object.fromEntries(
 );
 
 /**
- * Mutants whose defect needs three or more calls on one process, in a pattern no fixed scenario
- * has (declared `foundBy: 'exploration'`): the matrix above proves every fixed check passes them;
+ * Mutants whose defect needs three or more calls on one process, in a pattern no fixed scenario's
+ * own calls make (declared `foundBy: 'exploration'`): in the matrix above only the servers with a
+ * history find them (the resident; the shared server the scenarios take turns on);
  * test/explore.test.ts proves that exploration (explore/sequences-hold-contract) catches each one.
  */
 export const ONLY_EXPLORATION_FINDS = Object.entries(mutants)

@@ -1,5 +1,5 @@
 import type { Transport } from '../../harness/codex-wire.js';
-import type { AnyScenario, ControlFacts } from './model.js';
+import { drivesHost, type AnyScenario, type ControlFacts } from './model.js';
 import type { RunPlan } from './plan.js';
 
 /** One scenario on one transport. `runs` is false for a scenario whose transport the plan lacks: it still reports its checks. */
@@ -41,6 +41,11 @@ export interface JobPlan {
   jobs: Job[];
   /** In running order: the control first, then the long scenarios. */
   queue: Job[];
+  /**
+   * The queue as the pool runs it: a job alone, or the jobs of a transport that take turns on its
+   * shared server (Scenario.shares 'calls'), one after another in queue order, as one task where the first stands.
+   */
+  tasks: Job[][];
   /** Resident scenarios (ScenarioBase.resident), one job per transport: started first, outside the job slots. */
   residents: Job[];
   control: Control;
@@ -69,7 +74,26 @@ export function planJobs(plan: RunPlan, scenarios: AnyScenario[]): JobPlan {
   // The control first; then the long scenarios, so that none of them is left for the end alone.
   const rank = (job: Job) => (job.scenario.isControl ? 0 : job.scenario.long ? 1 : 2);
   queue.sort((a, b) => rank(a) - rank(b));
-  return { jobs, queue, residents, control, transports };
+  return { jobs, queue, tasks: tasksOf(queue), residents, control, transports };
+}
+
+function tasksOf(queue: Job[]): Job[][] {
+  const tasks: Job[][] = [];
+  const turns = new Map<Transport, Job[]>();
+  for (const job of queue) {
+    if (!job.runs || drivesHost(job.scenario) || job.scenario.shares !== 'calls') {
+      tasks.push([job]);
+      continue;
+    }
+    let group = turns.get(job.transport);
+    if (!group) {
+      group = [];
+      turns.set(job.transport, group);
+      tasks.push(group);
+    }
+    group.push(job);
+  }
+  return tasks;
 }
 
 /**

@@ -475,6 +475,16 @@ export interface ScenarioBase {
    */
   isolatedRuns?: (options: RunOptions, transport: Transport) => number;
   /**
+   * Which server it runs on. Absent: a fresh one of its own, for a scenario about what a fresh
+   * process does (fail closed before any valid call, the catalog at startup) or needing a real
+   * Codex. 'calls': the server its transport's sharing scenarios share, its calls in turn with
+   * theirs (one scenario after another, in report order, so that a server that keeps state meets
+   * the same history in every run); the monitor attributes every call, and a defect that builds
+   * up over calls shows the more. 'handshake': it only looks at a server's greeting (its own calls
+   * go to fresh servers of its own), so any time on the shared one.
+   */
+  shares?: 'calls' | 'handshake';
+  /**
    * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
    * before the other scenarios and lives until they are all done, outside the job slots; the
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
@@ -573,6 +583,9 @@ export function resultOf(verdict: Verdict, base: Pick<CheckResult, 'id' | 'rule'
 }
 
 /** A scenario that decides exactly one check: most scenarios are. */
+/** `scenario` on its transport's shared server, its calls in turn with the other such scenarios' (ScenarioBase.shares). */
+export const takingTurns = (scenario: Scenario): Scenario => ({ ...scenario, shares: 'calls' });
+
 export function singleCheckScenario(check: CheckDef, judge: (ctx: ScenarioContext) => Promise<Verdict>, transports: Transport[] = ['stdio']): Scenario {
   return {
     id: check.id,

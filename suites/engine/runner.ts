@@ -28,7 +28,7 @@ const MIN_UNDER_WAY = 16;
  * verdict is decided (verdict.ts).
  */
 export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise<RunReport> {
-  const { jobs, queue, residents, control, transports } = planJobs(plan, scenarios);
+  const { jobs, queue, tasks, residents, control, transports } = planJobs(plan, scenarios);
   const suite = new SuiteRun(plan, indexChecks(scenarios.flatMap((s) => s.checks)), control, queue.length);
   const runs = new Map<Job, ScenarioRun>();
   let findings: Finding[];
@@ -49,7 +49,12 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
         resolve();
       };
     });
-    const others = suite.pool.run(queue.map((job, index) => () => start(job, index))).finally(() => suite.othersDone());
+    // A task of several jobs takes turns on a shared server: one job after another.
+    const runTask = async (task: Job[]) => task.reduce((before, job) => before.then(() => start(job, queue.indexOf(job))), Promise.resolve());
+    const others = suite.pool.run(tasks.map((task) => () => runTask(task))).finally(() => {
+      suite.shared.retireAll();
+      suite.othersDone();
+    });
     // The residents start outside the job slots once the target is known to start (or the others
     // are done, to report why they did not); once the others are done they get a short grace (their
     // last few calls, on a server that answers), not more wall time.
@@ -63,7 +68,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
   } finally {
     await suite.stop();
     // Every server is gone, and so is whatever escaped them: whatever was going to run has run.
-    findings = (await Promise.all([...runs.values()].map((run) => run.log.judge(suite.checks)))).flat();
+    findings = await judgeEveryCall(suite, [...runs.values()]);
     await suite.removeFiles();
   }
   // Report order follows the scenario list, whatever order they finished in.
@@ -81,6 +86,12 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     durationMs: Date.now() - suite.started,
     stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved },
   };
+}
+
+/** The monitor's findings over every call of the run: each scenario's log, or the shared server's it wrote to. */
+async function judgeEveryCall(suite: SuiteRun, runs: ScenarioRun[]): Promise<Finding[]> {
+  const logs = new Set([...runs.map((run) => run.log), ...suite.shared.logs]);
+  return (await Promise.all([...logs].map((log) => log.judge(suite.checks)))).flat();
 }
 
 /**

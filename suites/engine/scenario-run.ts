@@ -37,7 +37,8 @@ export class ScenarioRun {
   /** Set once the job has ended or was given up on: a verdict the scenario reaches later comes too late to count. */
   private sealed = false;
   end: JobEnd = {};
-  readonly log = new MonitorLog();
+  /** Its calls, for the monitor: its own, or its shared server's (Scenario.shares). */
+  log = new MonitorLog();
   readonly dir: string;
   /** When it started (after any wait for the control's facts). */
   t0 = Date.now();
@@ -220,7 +221,8 @@ export class ScenarioRun {
     const open = this.open();
     const blockers = open.map((c) => this.suite.knownBlocker(c, this.job.transport, this.scenario.ownCallForms));
     if (open.length === 0 || !blockers.every(Boolean)) return undefined;
-    this.suite.startsSaved++;
+    // A scenario on the shared server would have started none of its own.
+    if (!this.scenario.shares) this.suite.startsSaved++;
     return blockers[0];
   }
 

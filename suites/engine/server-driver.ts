@@ -4,8 +4,8 @@ import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import type { Connection } from '../../harness/target.js';
-import { didNotOptIn, notApplicable, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from './model.js';
-import { adapterRejected } from './judge.js';
+import { didNotOptIn, notApplicable, type CheckDef, type MonitoredCall, type Scenario, type ScenarioContext, type Verdict } from './model.js';
+import { adapterRejected, carriesNonce } from './judge.js';
 import { monitor } from './monitor.js';
 import { sessionAllowed } from './plan.js';
 import type { ScenarioRun } from './scenario-run.js';
@@ -19,9 +19,19 @@ export function sandboxOptIn(initializeResult: Record<string, unknown>): boolean
   return [STATE_KEY, STATE_KEY_DEPRECATED].some((key) => isObject(experimental[key]));
 }
 
-/** True when the scenario saw anything execute: a launch (not Codex's capability probe), the probe, or a trap. */
-const anythingRan = (observations: Observations) =>
-  observations.launches.some((l) => !l.isCapabilityProbe) || observations.probeRuns.length > 0 || observations.trapCalls.length > 0;
+/**
+ * True when the scenario saw anything execute: a launch (not Codex's capability probe), the probe,
+ * or a trap; on a shared server, only what carried the nonce of one of `calls` (its own).
+ */
+const anythingRan = (observations: Observations, calls?: readonly MonitoredCall[]) => {
+  const nonces = calls?.flatMap((c) => (c.nonce ? [c.nonce] : []));
+  const ours = (argv: string[]) => !nonces || nonces.some((nonce) => carriesNonce(argv, nonce));
+  return (
+    observations.launches.some((l) => !l.isCapabilityProbe && ours(l.argv)) ||
+    observations.probeRuns.some((r) => !nonces || nonces.includes(r.nonce)) ||
+    observations.trapCalls.some((t) => ours(t.argv))
+  );
+};
 
 /** Server mode's driver: starts the scenario's server, runs the scenario on it, and notes how it ended. */
 export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope): Promise<void> {
@@ -39,8 +49,10 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
       run.rest();
     }
     run.timing!.runMs = Date.now() - started;
+    servers.completed = true;
     run.end.unanswered = servers.firstUnanswered();
-    if (run.end.unanswered) run.end.nothingRan = !servers.isolatedRan && !anythingRan(await servers.observers!.read());
+    if (run.end.unanswered)
+      run.end.nothingRan = !servers.isolatedRan && !anythingRan(await servers.observers!.read(), servers.onShared ? ownCalls(run) : undefined);
   } finally {
     await servers.release();
   }
@@ -184,6 +196,9 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
   };
 }
 
+/** The scenario's own calls in its monitor log (a shared server's log holds the other scenarios' too). */
+const ownCalls = (run: ScenarioRun) => run.log.calls.filter((call) => call.scenario === run.scenario.id);
+
 /**
  * Our own call rejected as invalid (a schema error, an unknown tool) says nothing of the server's
  * sandboxing: the checks it fed could not run (verdict.ts, 1d). Only calls that should have run
@@ -191,7 +206,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
  */
 function judgeAdapter(run: ScenarioRun, scenario: Scenario, exec: ExecAdapter | undefined): void {
   // Only the primary tool's calls: a scenario that drives the other exec tools judges their rejections itself.
-  const rejected = run.log.calls
+  const rejected = ownCalls(run)
     .map((call) => (call.expect === 'run' && call.tool === exec?.tool && call.outcome ? adapterRejection(call.outcome) : undefined))
     .find(Boolean);
   if (!rejected || !exec) return;

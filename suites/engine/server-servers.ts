@@ -7,6 +7,7 @@ import type { ProcessScope } from '../../harness/process-scope.js';
 import { SparePool } from '../../harness/spare-pool.js';
 import type { Connection, Target } from '../../harness/target.js';
 import type { Scenario } from './model.js';
+import type { SharedServer } from './shared-server.js';
 import type { ScenarioRun } from './scenario-run.js';
 import { compactTranscript, scenarioTranscript } from './transcripts.js';
 
@@ -45,6 +46,13 @@ export class ScenarioServers {
   isolatedRan = false;
   private primed = false;
   private released = false;
+  /** The transport's shared server, when the scenario runs on it, and where its part of that server's records begins. */
+  private shared?: SharedServer;
+  private from = { entries: 0, unanswered: 0, elicitations: 0 };
+  private givenBack = false;
+  private forgetAbort: () => void = () => undefined;
+  /** Set by the driver once the scenario has run to its end (not given up, not crashed). */
+  completed = false;
   readonly spares = new SparePool<IsolatedServer>(
     () => this.openIsolated(),
     async (server) => {
@@ -59,22 +67,53 @@ export class ScenarioServers {
     private readonly scope: ProcessScope,
   ) {}
 
-  /** The scenario's observers and first server, timed. */
+  /** The scenario's observers and first server, timed: its own, or its transport's shared one (Scenario.shares). */
   async openMain(): Promise<Connection> {
     const { run } = this;
     const { suite } = run;
     const timing = run.timing!;
+    if (run.scenario.shares) return this.openShared();
     this.observers = await ScenarioObservers.create(run.dir, { realCodex: suite.plan.realCodex });
     run.log.observers = this.observers;
     timing.observersMs = Date.now() - run.t0;
-    // The isolated runs' servers may start beside this one (primeIsolated says when).
-    void (run.job.transport === 'stdio' ? suite.control.facts : Promise.resolve()).then(() => this.primeIsolated());
+    this.primeWhenKnown();
     suite.serverStarts++;
     this.mainStartedAt = Date.now();
     this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     timing.startupMs = Date.now() - run.t0 - timing.observersMs;
     run.serverStarted();
     return this.main;
+  }
+
+  /**
+   * The transport's shared server: its observers and monitor log become the scenario's. A scenario
+   * given up on retires it at once (a call may hang on it); so does one that ends badly (release).
+   */
+  private async openShared(): Promise<Connection> {
+    const { run, scope } = this;
+    const { suite } = run;
+    const waitStarted = Date.now();
+    const shared = await suite.shared.take(this.target, run.job.transport);
+    this.shared = shared;
+    this.from = { entries: shared.connection.transcript.entries.length, unanswered: shared.connection.session.unansweredCalls.length, elicitations: shared.connection.session.elicitations.length };
+    this.forgetAbort = scope.onAbort(() => this.giveBack(false));
+    this.observers = shared.observers;
+    run.log = shared.log;
+    this.mainStartedAt = shared.startedAt;
+    this.main = shared.connection;
+    if (run.scenario.shares === 'calls') this.sessions.push(shared.connection.session);
+    run.timing!.startupMs = Date.now() - waitStarted;
+    run.serverStarted();
+    this.primeWhenKnown();
+    return shared.connection;
+  }
+
+  private giveBack(healthy: boolean): void {
+    const shared = this.shared;
+    if (!shared || this.givenBack) return;
+    this.givenBack = true;
+    this.forgetAbort();
+    shared.giveBack(healthy);
   }
 
   /** Another connection to the target, watched by the scenario's observers. */
@@ -87,6 +126,11 @@ export class ScenarioServers {
     this.extras.push(extra);
     if (this.scope.aborted !== undefined) void extra.close();
     return extra;
+  }
+
+  /** The isolated runs' servers may start beside this one, over stdio once the control's facts are in (primeIsolated says when). */
+  private primeWhenKnown(): void {
+    void (this.run.job.transport === 'stdio' ? this.run.suite.control.facts : Promise.resolve()).then(() => this.primeIsolated());
   }
 
   /**
@@ -129,6 +173,18 @@ export class ScenarioServers {
     else this.isolatedUnkept++;
   }
 
+  /**
+   * A shared server's traffic that is this scenario's: what it sent in its turn (its calls, in
+   * turn with no one's), or the greeting it looked at (a scenario that only looks at the handshake).
+   */
+  private sharedPart(): { from: number; to: number; note: string } | undefined {
+    const shared = this.shared;
+    if (!shared) return undefined;
+    const turn = this.run.scenario.shares === 'calls';
+    const note = `the server this transport's scenarios share, started ${((this.run.t0 - shared.startedAt) / 1000).toFixed(1)} s before this scenario: ${turn ? 'its traffic during this scenario' : 'its handshake, which this scenario looked at'}`;
+    return turn ? { from: this.from.entries, to: shared.connection.transcript.entries.length, note } : { from: 0, to: shared.handshakeEntries, note };
+  }
+
   /** A connection the host now answers on as the run says (elicitation), and whose elicitations are kept. */
   private opened(connection: Connection): Connection {
     connection.session.elicitation = this.run.suite.plan.options.elicitation ?? 'accept';
@@ -140,10 +196,17 @@ export class ScenarioServers {
     if (this.scope.aborted !== undefined) throw new Error(this.scope.aborted);
   }
 
-  /** The first call of any server of the scenario that got no answer. */
+  /** The first call of any server of the scenario that got no answer (on a shared server, of its own turn; none if it only looked at the greeting). */
   firstUnanswered(): string | undefined {
-    const lists = [this.main, ...this.extras].flatMap((c) => (c ? [c.session.unansweredCalls] : [])).concat(this.isolatedUnanswered);
+    const lookedOnly = this.run.scenario.shares === 'handshake';
+    const main = this.main && !lookedOnly ? [this.main.session.unansweredCalls.slice(this.shared ? this.from.unanswered : 0)] : [];
+    const lists = [...main, ...this.extras.map((c) => c.session.unansweredCalls)].concat(this.isolatedUnanswered);
     return lists.flat()[0];
+  }
+
+  /** Whether it shares its transport's server (Scenario.shares). */
+  get onShared(): boolean {
+    return this.shared !== undefined;
   }
 
   /** The verdicts are in: no spare starts any more, the record gets every connection's transcript, and the servers stop in the background. */
@@ -151,15 +214,18 @@ export class ScenarioServers {
     this.released = true;
     await this.spares.drain();
     const { run } = this;
-    run.transcript = scenarioTranscript(this.main, this.extras, this.isolated);
+    run.transcript = scenarioTranscript(this.main, this.extras, this.isolated, this.sharedPart());
     if (this.isolatedUnkept)
       run.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
     const { id: scenario } = run.scenario;
     const { transport } = run.job;
+    const asked = (session: CodexSession) => (this.shared && session === this.main?.session ? session.elicitations.slice(this.from.elicitations) : session.elicitations);
     run.elicitations = this.sessions.flatMap((session) =>
-      session.elicitations.map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })),
+      asked(session).map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })),
     );
-    const all = [this.main, ...this.extras].filter((c): c is Connection => c !== undefined);
+    // A shared server goes on (unless this scenario went wrong on it); its own stop.
+    this.giveBack(this.completed && this.firstUnanswered() === undefined);
+    const all = [this.shared ? undefined : this.main, ...this.extras].filter((c): c is Connection => c !== undefined);
     run.suite.closeLater(all, run.log.lingerMs, (closeMs) => {
       if (run.timing) run.timing.closeMs = closeMs;
       all.forEach(compactTranscript);

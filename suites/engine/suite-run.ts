@@ -11,6 +11,7 @@ import type { CheckIndex } from './checks.js';
 import type { Control, Job } from './jobs.js';
 import { didNotOptIn, type CheckDef, type Lifetime, type Verdict } from './model.js';
 import type { JobPool } from './pool.js';
+import { SharedServers } from './shared-server.js';
 import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan, type StartFailure } from './plan.js';
 
 export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
@@ -55,6 +56,8 @@ export class SuiteRun {
   private readonly works: Promise<unknown>[] = [];
   private readonly forget: (() => void)[];
   private readonly runTimer: NodeJS.Timeout;
+  /** The servers the scenarios of each transport share (Scenario.shares). */
+  readonly shared: SharedServers;
   /** The job slots, once the jobs run: a job that only waits lends its slot (ScenarioRun.idle). */
   pool?: JobPool;
   private othersFinished!: () => void;
@@ -73,6 +76,7 @@ export class SuiteRun {
   ) {
     this.scenarioTimeoutMs = plan.scenarioTimeoutMs ?? defaultScenarioTimeoutMs(plan.options);
     this.connect = plan.connect ?? connect;
+    this.shared = new SharedServers(this);
     this.forget = [trackTempDir(this.root)];
     const runTimeoutMs = Math.min(plan.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS);
     this.runTimer = setTimeout(() => {

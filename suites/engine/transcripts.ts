@@ -17,10 +17,16 @@ export function compactTranscript(connection: Connection | undefined): void {
  * A server scenario's transcript (its ScenarioRecord's): its connection's, then each further
  * connection's (the catalog's overlapping startups, a session's second server), then each isolated
  * run's (one fresh server per exploration sequence, shrinking's reruns too), each under a note
- * naming it, on the same clock.
+ * naming it, on the same clock. Of a shared server (Scenario.shares), only `part`, under its note.
  */
-export function scenarioTranscript(main: Connection | undefined, extras: Connection[], isolated: Connection[] = []): TranscriptEntry[] {
-  if (!main || extras.length + isolated.length === 0) return main?.transcript.entries ?? [];
+export function scenarioTranscript(
+  main: Connection | undefined,
+  extras: Connection[],
+  isolated: Connection[] = [],
+  part?: { from: number; to: number; note: string },
+): TranscriptEntry[] {
+  const own = part && main ? [{ t: main.transcript.entries[part.from]?.t ?? 0, dir: 'note' as const, text: part.note }, ...main.transcript.entries.slice(part.from, part.to)] : main?.transcript.entries;
+  if (!main || extras.length + isolated.length === 0) return own ?? [];
   const onMainClock = (connection: Connection, note: string): TranscriptEntry[] => {
     // Copies: compacted now (the originals are again when their server is closed).
     compactTranscript(connection);
@@ -28,7 +34,7 @@ export function scenarioTranscript(main: Connection | undefined, extras: Connect
     return [{ t: shift, dir: 'note', text: note }, ...connection.transcript.entries.map((entry) => ({ ...entry, t: entry.t + shift }))];
   };
   return [
-    ...main.transcript.entries,
+    ...own!,
     ...extras.flatMap((connection, index) => onMainClock(connection, `connection ${index + 2} of this scenario`)),
     ...isolated.flatMap((connection, index) =>
       onMainClock(connection, `isolated run ${index + 1} (a fresh server: an exploration sequence, or a rerun while shrinking)`),

@@ -1,7 +1,7 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { pathToFileURL } from 'node:url';
 import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf, waitForControl } from '../engine/judge.js';
-import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict } from '../engine/model.js';
+import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict, takingTurns } from '../engine/model.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 
 const aliasCheck = (id: string, title: string, variant: string): CheckDef => ({
@@ -87,4 +87,4 @@ export const aliasScenarios: Scenario[] = [
   aliasScenario(currentKeyOnly, (ctx) => ({ ...ctx.codexEntries(), stateDeprecated: undefined })),
   aliasScenario(deprecatedKeyOnly, (ctx) => ({ ...ctx.codexEntries(), state: undefined })),
   conflictScenario,
-];
+].map(takingTurns);

@@ -72,6 +72,8 @@ export const capabilityScenario: Scenario = {
   checks: [advertised, currentName],
   needs: [],
   transports: ['stdio', 'http'],
+  // It reads the greeting: the shared server's serves.
+  shares: 'handshake',
   run: async (ctx) => judgeCapabilities(ctx.handshake.initializeResult),
 };
 

@@ -209,6 +209,8 @@ export const inventoryScenario: Scenario = {
   checks: [inventoryServed],
   needs: [],
   transports: ['stdio', 'http'],
+  // Its inventory connection is a fresh server; of the shared one it needs only the greeting.
+  shares: 'handshake',
   run: async (ctx) => {
     let connection: Connection;
     try {

@@ -1,6 +1,6 @@
 import { isRefusal } from '../../harness/codex-session.js';
 import { commandText, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
-import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe } from '../engine/model.js';
+import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, takingTurns } from '../engine/model.js';
 import { everyExecToolScenario } from './exec-tools.js';
 import { commandKit, formLabel, generate, REPRESENTATIVE } from './commands.js';
 
@@ -76,4 +76,4 @@ const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (c
   );
 });
 
-export const executionScenarios = [commandShapesScenario, everyExecToolScenario];
+export const executionScenarios = [commandShapesScenario, everyExecToolScenario].map(takingTurns);

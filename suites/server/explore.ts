@@ -948,6 +948,8 @@ export const exploreScenario: Scenario = {
   long: true,
   // Its sequences draw every form of authority: one the control's call did not use may launch.
   ownCallForms: true,
+  // Its calls go to fresh servers of its own; it reads the tools and the opt-in from the shared one's greeting.
+  shares: 'handshake',
   // A sequence's servers are fresh; a replay makes one run, plus its shrinking if it fails.
   isolatedRuns: (options, transport) => (!options.explore || options.explore.runs <= 0 ? 0 : options.explore.replay ? 1 : sequencesOn(transport, options.explore)),
   // A budget in time is the exploration's own bound (shrinking included); a budget in sequences has only the run timeout.

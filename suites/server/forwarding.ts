@@ -13,7 +13,7 @@ import {
   summarizeOutcome,
 } from '../engine/judge.js';
 import { runsGivenExecutable } from './launcher.js';
-import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict } from '../engine/model.js';
+import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict, takingTurns } from '../engine/model.js';
 import type { Observations } from '../../harness/observers.js';
 
 export const argvShape: CheckDef = {
@@ -150,4 +150,4 @@ export const codexCallScenario: Scenario = {
 };
 
 /** The scenarios of this area, in report order (suites/index.ts lists the areas). */
-export const forwardingScenarios: Scenario[] = [codexCallScenario];
+export const forwardingScenarios: Scenario[] = [takingTurns(codexCallScenario)];

@@ -11,8 +11,7 @@ import {
   type ExecProbe,
   type Scenario,
   type ScenarioContext,
-  type Verdict,
-} from '../engine/model.js';
+  type Verdict, takingTurns } from '../engine/model.js';
 
 export const runsGivenExecutable: CheckDef = {
   id: 'launcher/runs-given-executable',
@@ -253,4 +252,5 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
 
 const launcherAbsent = { label: absentFailsClosed.id };
 
-export const launcherScenarios: Scenario[] = [failClosedScenario, afterSuccessScenario, brokenSandboxScenario];
+// Failing closed before any valid call is a fresh server's test; the others take turns on the shared one.
+export const launcherScenarios: Scenario[] = [failClosedScenario, takingTurns(afterSuccessScenario), takingTurns(brokenSandboxScenario)];

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { summarizeOutcome } from '../engine/judge.js';
-import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict } from '../engine/model.js';
+import { fail, notApplicable, pass, type CheckDef, type Scenario, type Verdict, takingTurns } from '../engine/model.js';
 import type { RawOutcome } from '../../harness/codex-session.js';
 import { isObject } from '../../harness/json.js';
 
@@ -78,4 +78,4 @@ export const resourceScenario: Scenario = {
 };
 
 /** The scenarios of this area, in report order (suites/index.ts lists the areas). */
-export const resourceScenarios: Scenario[] = [resourceScenario];
+export const resourceScenarios: Scenario[] = [takingTurns(resourceScenario)];

@@ -1,5 +1,5 @@
 import { judgeFailClosed, summarizeOutcome } from '../engine/judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario } from '../engine/model.js';
+import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, takingTurns } from '../engine/model.js';
 
 export const httpFailsClosed: CheckDef = {
   id: 'transport/http-fails-closed',
@@ -63,4 +63,4 @@ const httpIgnoresLauncherScenario = singleCheckScenario(
   ['http'],
 );
 
-export const transportScenarios: Scenario[] = [httpFailsClosedScenario, httpIgnoresLauncherScenario];
+export const transportScenarios: Scenario[] = [httpFailsClosedScenario, httpIgnoresLauncherScenario].map(takingTurns);

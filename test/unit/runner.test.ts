@@ -179,6 +179,41 @@ describe('runSuite over an in-process server', () => {
     expect(report.results[0]).toMatchObject({ status: 'pass' });
   });
 
+  test('scenarios that take turns share one server, one after another; one that goes wrong on it retires it; a look at the greeting starts none', async () => {
+    const p = plan({ onCall: (params) => (params.name === 'hang' ? 'no-answer' : { result: { content: [{ type: 'text', text: 'ok' }] } }) });
+    const startedAt: Record<string, number> = {};
+    const turn = (id: string, tool = EXEC_TOOL.name) =>
+      scenario(
+        id,
+        [check(`t/${id}`)],
+        async (ctx) => {
+          startedAt[id] = ctx.serverStartedAt;
+          return (await ctx.callTool(tool, { command: ['true'] }, ctx.codexEntries())).kind === 'result' ? pass() : fail('no answer');
+        },
+        { shares: 'calls' },
+      );
+    const report = await runSuite(p, [
+      turn('a'),
+      turn('b', 'hang'),
+      turn('c'),
+      scenario('look', [check('t/look')], async (ctx) => (ctx.handshake.tools.length > 0 ? pass() : fail('no tools')), { shares: 'handshake' }),
+    ]);
+    const results = byId(report.results);
+    expect(results['t/a']).toMatchObject({ status: 'pass' });
+    expect(results['t/b']).toMatchObject({ status: 'error', message: expect.stringContaining('a call got no answer') });
+    expect(results['t/c']).toMatchObject({ status: 'pass' });
+    expect(results['t/look']).toMatchObject({ status: 'pass' });
+    // a and b on the first shared server; c on a second one, started after b went wrong on the first.
+    expect(startedAt.b).toBe(startedAt.a);
+    expect(startedAt.c).toBeGreaterThan(startedAt.a!);
+    expect(p.connect.starts).toBe(2);
+    expect(report.stats!.serverStarts).toBe(2);
+    // Each record holds its own turn of the shared server's traffic, under a note saying so.
+    const record = report.scenarios.find((r) => r.id === 'a')!;
+    expect(record.transcript[0]).toMatchObject({ dir: 'note', text: expect.stringContaining("the server this transport's scenarios share") });
+    expect(record.transcript.filter((e) => 'message' in e && (e.message as { method?: string }).method === 'tools/call')).toHaveLength(1);
+  });
+
   test('a failure resting on a call that got no answer, with nothing run, is an error', async () => {
     const report = await runSuite(plan({ onCall: () => 'no-answer' }), [
       scenario('s', [check('t/exec', ['exec'])], async (ctx) => ((await probe(ctx)).kind === 'result' ? pass() : fail('no answer'))),
@@ -343,12 +378,14 @@ describe('runSuite over an in-process server', () => {
       expect(results[CONTROL_CHECK]).toMatchObject({ status: 'fail' });
       for (const result of report.results.filter((r) => r.id !== CONTROL_CHECK))
         expect(result, result.id).toMatchObject({ status: 'skip', reason: 'could-not-run', blockedBy: CONTROL_CHECK });
-      // Started: the control, the one-key alias scenario (one key may launch where two did not), the
-      // resident server, and the first sequence of each exploration worker (with the spare each keeps starting ahead).
+      // Started: the shared server (the control's call, then the one-key alias scenario's: one key may
+      // launch where two did not), the resident server, and the first sequence of each exploration
+      // worker (with the spare each keeps starting ahead).
       expect(p.connect.starts).toBeLessThanOrEqual(7);
       expect(report.stats!.serverStarts).toBe(p.connect.starts);
-      // Not started: the fail-closed, authority (3) and two-key alias (2) scenarios, and 6 of the 8 sequences.
-      expect(report.stats!.startsSaved).toBeGreaterThanOrEqual(6 + 6);
+      // Not started: the fail-closed scenario's fresh server and 6 of the 8 sequences (the authority
+      // and alias scenarios take turns on the shared server: they would have started none).
+      expect(report.stats!.startsSaved).toBeGreaterThanOrEqual(1 + 6);
       // The exploration's transcript records each sequence's server, not only its first connection.
       const explored = report.scenarios.find((s) => s.id === 'explore/sequences')!;
       expect(explored.transcript.filter((e) => e.dir === 'note' && /^isolated run \d+/.test(e.text))).toHaveLength(2);
@@ -359,9 +396,10 @@ describe('runSuite over an in-process server', () => {
       const p = realPlan({ onCall: () => ({ error: { code: -32602, message: 'Invalid params: command must be a string' } }) }, select);
       const report = await runSuite(p, allScenarios);
       for (const result of report.results) expect(result, result.id).toMatchObject({ status: 'skip', reason: 'could-not-run', hint: 'exec-adapter' });
-      // The control, the resident server, and the one-key alias scenario (it does not wait for the control's facts).
-      expect(p.connect.starts).toBeLessThanOrEqual(3);
-      expect(report.stats!.startsSaved).toBe(2);
+      // The shared server (the control, then the one-key alias scenario, which does not wait for the
+      // control's facts) and the resident server; the fail-closed scenario's fresh server is saved.
+      expect(p.connect.starts).toBeLessThanOrEqual(2);
+      expect(report.stats!.startsSaved).toBe(1);
     });
 
     test('ALIAS-2 on a server that runs every command directly: blocked by the control, not blamed', async () => {
