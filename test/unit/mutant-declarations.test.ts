@@ -28,7 +28,7 @@ test('every mutant declares what it must find, or names the test that runs it in
 test('each declared finding is a check, listed under a transport that check runs over', () => {
   const ids = new Set(allChecks.map((c) => c.id));
   const wrong = declared.flatMap(([name, m]) =>
-    [...listed(m.fails), ...listed(m.warns)].flatMap(([transport, found]) =>
+    [...listed(m.fails), ...listed(m.warns), ...listed(m.onTimer?.fails), ...listed(m.onTimer?.warns)].flatMap(([transport, found]) =>
       found.filter((id) => !ids.has(id) || !transportsOf(id).includes(transport)).map((id) => `${name}: ${transport} ${id}`),
     ),
   );
