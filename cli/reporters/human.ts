@@ -133,8 +133,12 @@ export interface HumanOptions {
 /** How long the run took and what it started: the run's cost follows its checks, not its processes. */
 function timingLine(report: GradedReport, mode: HumanOptions['mode']): string | undefined {
   if (!report.stats) return undefined;
-  const { serverStarts, scenariosRun, startsSaved } = report.stats;
-  const saved = startsSaved ? ` (${startsSaved} saved: their checks were decided by a known blocker)` : '';
+  const { serverStarts, scenariosRun, startsSaved, startsShared } = report.stats;
+  const reasons = [
+    ...(startsShared ? [`${startsShared} saved by sharing: scenarios took turns on a server of their transport`] : []),
+    ...(startsSaved ? [`${startsSaved} saved: their checks were decided by a known blocker`] : []),
+  ];
+  const saved = reasons.length ? ` (${reasons.join('; ')})` : '';
   const starts = mode === 'host' ? '' : `, ${serverStarts} server start${serverStarts === 1 ? '' : 's'}${saved}`;
   return `run: ${(report.durationMs / 1000).toFixed(1)} s, ${scenariosRun} scenario${scenariosRun === 1 ? '' : 's'} run${starts}`;
 }

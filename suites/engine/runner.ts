@@ -49,9 +49,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
         resolve();
       };
     });
-    // A task of several jobs takes turns on a shared server: one job after another.
-    const runTask = async (task: Job[]) => task.reduce((before, job) => before.then(() => start(job, queue.indexOf(job))), Promise.resolve());
-    const others = suite.pool.run(tasks.map((task) => () => runTask(task))).finally(() => {
+    const others = suite.pool.run(tasks.map((task) => () => takeTurns(suite, task, (job) => start(job, queue.indexOf(job))))).finally(() => {
       suite.shared.retireAll();
       suite.othersDone();
     });
@@ -84,8 +82,22 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     ...(suite.tools ? { tools: suite.tools } : {}),
     ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.elicitations) } }),
     durationMs: Date.now() - suite.started,
-    stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved },
+    stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved, startsShared: suite.startsShared },
   };
+}
+
+/**
+ * A task of several jobs takes turns on its transport's shared server, one job after another; once
+ * one went wrong on it (SharedServers.troubled), the rest run side by side, each on a server of its own.
+ */
+async function takeTurns(suite: SuiteRun, task: Job[], start: (job: Job) => Promise<void>): Promise<void> {
+  for (const [k, job] of task.entries()) {
+    await start(job);
+    if (task.length > 1 && suite.shared.troubled.has(job.transport)) {
+      await Promise.all(task.slice(k + 1).map(start));
+      return;
+    }
+  }
 }
 
 /** The monitor's findings over every call of the run: each scenario's log, or the shared server's it wrote to. */

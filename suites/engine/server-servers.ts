@@ -9,7 +9,7 @@ import type { Connection, Target } from '../../harness/target.js';
 import type { Scenario } from './model.js';
 import type { SharedServer } from './shared-server.js';
 import type { ScenarioRun } from './scenario-run.js';
-import { compactTranscript, scenarioTranscript } from './transcripts.js';
+import { compactTranscript, scenarioTranscript, type SharedPart } from './transcripts.js';
 
 /** How many isolated runs' transcripts a scenario keeps: far above exploration's default 12 sequences and 40 shrink reruns per worker. */
 const MAX_ISOLATED_KEPT = 200;
@@ -72,7 +72,7 @@ export class ScenarioServers {
     const { run } = this;
     const { suite } = run;
     const timing = run.timing!;
-    if (run.scenario.shares) return this.openShared();
+    if (run.scenario.shares && !suite.shared.troubled.has(run.job.transport)) return this.openShared();
     this.observers = await ScenarioObservers.create(run.dir, { realCodex: suite.plan.realCodex });
     run.log.observers = this.observers;
     timing.observersMs = Date.now() - run.t0;
@@ -95,7 +95,11 @@ export class ScenarioServers {
     const waitStarted = Date.now();
     const shared = await suite.shared.take(this.target, run.job.transport);
     this.shared = shared;
-    this.from = { entries: shared.connection.transcript.entries.length, unanswered: shared.connection.session.unansweredCalls.length, elicitations: shared.connection.session.elicitations.length };
+    this.from = {
+      entries: shared.connection.transcript.entries.length,
+      unanswered: shared.connection.session.unansweredCalls.length,
+      elicitations: shared.connection.session.elicitations.length,
+    };
     this.forgetAbort = scope.onAbort(() => this.giveBack(false));
     this.observers = shared.observers;
     run.log = shared.log;
@@ -177,12 +181,19 @@ export class ScenarioServers {
    * A shared server's traffic that is this scenario's: what it sent in its turn (its calls, in
    * turn with no one's), or the greeting it looked at (a scenario that only looks at the handshake).
    */
-  private sharedPart(): { from: number; to: number; note: string } | undefined {
+  private sharedPart(): SharedPart | undefined {
     const shared = this.shared;
     if (!shared) return undefined;
     const turn = this.run.scenario.shares === 'calls';
-    const note = `the server this transport's scenarios share, started ${((this.run.t0 - shared.startedAt) / 1000).toFixed(1)} s before this scenario: ${turn ? 'its traffic during this scenario' : 'its handshake, which this scenario looked at'}`;
-    return turn ? { from: this.from.entries, to: shared.connection.transcript.entries.length, note } : { from: 0, to: shared.handshakeEntries, note };
+    const note = turn
+      ? "the server this transport's scenarios share, from this scenario's turn on it (the other scenarios' turns left out)"
+      : "the server this transport's scenarios share: this scenario only read its greeting";
+    return {
+      handshake: shared.handshakeEntries,
+      from: turn ? this.from.entries : shared.handshakeEntries,
+      to: turn ? shared.connection.transcript.entries.length : shared.handshakeEntries,
+      note,
+    };
   }
 
   /** A connection the host now answers on as the run says (elicitation), and whose elicitations are kept. */
@@ -219,10 +230,9 @@ export class ScenarioServers {
       run.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
     const { id: scenario } = run.scenario;
     const { transport } = run.job;
-    const asked = (session: CodexSession) => (this.shared && session === this.main?.session ? session.elicitations.slice(this.from.elicitations) : session.elicitations);
-    run.elicitations = this.sessions.flatMap((session) =>
-      asked(session).map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })),
-    );
+    const asked = (session: CodexSession) =>
+      this.shared && session === this.main?.session ? session.elicitations.slice(this.from.elicitations) : session.elicitations;
+    run.elicitations = this.sessions.flatMap((session) => asked(session).map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })));
     // A shared server goes on (unless this scenario went wrong on it); its own stop.
     this.giveBack(this.completed && this.firstUnanswered() === undefined);
     const all = [this.shared ? undefined : this.main, ...this.extras].filter((c): c is Connection => c !== undefined);

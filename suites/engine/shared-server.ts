@@ -14,6 +14,7 @@ export interface SharingRun {
   readonly scope: ProcessScope;
   readonly connect: Connector;
   serverStarts: number;
+  startsShared: number;
   closeLater(connections: Connection[], lingerMs: number, then: (closeMs: number) => void): void;
 }
 
@@ -50,8 +51,10 @@ export class SharedServer {
   /** A scenario is done with it; `healthy` false (a call got no answer, the scenario was given up or crashed) retires it. */
   giveBack(healthy: boolean): void {
     this.holders--;
-    if (!healthy) this.retire();
-    else if (this.retired) this.closeWhenFree();
+    if (!healthy) {
+      this.servers.troubled.add(this.transport);
+      this.retire();
+    } else if (this.retired) this.closeWhenFree();
   }
 
   /** No scenario gets it from now on; it stops once no scenario holds it (after the longest linger its scenarios asked for). */
@@ -84,6 +87,12 @@ export class SharedServers {
   private readonly started: SharedServer[] = [];
   private generation = 0;
   private readonly scope;
+  /**
+   * Transports where a scenario went wrong on the shared server (a call never answered, given up,
+   * crashed): their scenarios no longer share one, each gets a fresh server of its own, side by
+   * side, so that a server that hangs costs one scenario timeout, not one per scenario in turn.
+   */
+  readonly troubled = new Set<Transport>();
 
   constructor(private readonly suite: SharingRun) {
     this.scope = suite.scope.child();
@@ -104,6 +113,7 @@ export class SharedServers {
       });
     }
     const server = await next;
+    this.suite.startsShared++;
     server.hold();
     return server;
   }
@@ -112,6 +122,7 @@ export class SharedServers {
     const { suite } = this;
     const observers = await ScenarioObservers.create(join(suite.root, `shared-${transport}-${++this.generation}`), { realCodex: suite.plan.realCodex });
     suite.serverStarts++;
+    suite.startsShared--;
     const startedAt = Date.now();
     const connection = await this.scope.run(() => suite.connect(target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     connection.session.elicitation = suite.plan.options.elicitation ?? 'accept';

@@ -33,6 +33,8 @@ export class SuiteRun {
   scenariosRun = 0;
   /** Server starts left out because a known blocker decided their checks (knownBlocker). */
   startsSaved = 0;
+  /** Scenarios that ran on a shared server rather than a fresh one of their own, less the shared servers started. */
+  startsShared = 0;
   done = 0;
   readonly startedOnce = new Set<Transport>();
   readonly deadAtStart = new Map<Transport, StartFailure>();

@@ -13,20 +13,28 @@ export function compactTranscript(connection: Connection | undefined): void {
   }
 }
 
+/** What a scenario's transcript shows of a shared server: its first `handshake` entries, then entries `from` to `to` (its turn). */
+export interface SharedPart {
+  handshake: number;
+  from: number;
+  to: number;
+  note: string;
+}
+
 /**
  * A server scenario's transcript (its ScenarioRecord's): its connection's, then each further
  * connection's (the catalog's overlapping startups, a session's second server), then each isolated
  * run's (one fresh server per exploration sequence, shrinking's reruns too), each under a note
- * naming it, on the same clock. Of a shared server (Scenario.shares), only `part`, under its note.
+ * naming it, on the same clock. Of a shared server (Scenario.shares), its greeting, then a note,
+ * then the scenario's part.
  */
-export function scenarioTranscript(
-  main: Connection | undefined,
-  extras: Connection[],
-  isolated: Connection[] = [],
-  part?: { from: number; to: number; note: string },
-): TranscriptEntry[] {
-  const own = part && main ? [{ t: main.transcript.entries[part.from]?.t ?? 0, dir: 'note' as const, text: part.note }, ...main.transcript.entries.slice(part.from, part.to)] : main?.transcript.entries;
-  if (!main || extras.length + isolated.length === 0) return own ?? [];
+export function scenarioTranscript(main: Connection | undefined, extras: Connection[], isolated: Connection[] = [], part?: SharedPart): TranscriptEntry[] {
+  const entries = main?.transcript.entries ?? [];
+  const turn = part ? entries.slice(part.from, part.to) : [];
+  const own = part
+    ? [...entries.slice(0, part.handshake), { t: turn[0]?.t ?? entries[part.handshake - 1]?.t ?? 0, dir: 'note' as const, text: part.note }, ...turn]
+    : entries;
+  if (!main || extras.length + isolated.length === 0) return own;
   const onMainClock = (connection: Connection, note: string): TranscriptEntry[] => {
     // Copies: compacted now (the originals are again when their server is closed).
     compactTranscript(connection);
@@ -34,7 +42,7 @@ export function scenarioTranscript(
     return [{ t: shift, dir: 'note', text: note }, ...connection.transcript.entries.map((entry) => ({ ...entry, t: entry.t + shift }))];
   };
   return [
-    ...own!,
+    ...own,
     ...extras.flatMap((connection, index) => onMainClock(connection, `connection ${index + 2} of this scenario`)),
     ...isolated.flatMap((connection, index) =>
       onMainClock(connection, `isolated run ${index + 1} (a fresh server: an exploration sequence, or a rerun while shrinking)`),

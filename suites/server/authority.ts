@@ -3,7 +3,17 @@ import { readSessionId, renderArguments } from '../../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote, type Observations } from '../../harness/observers.js';
 import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict, takingTurns } from '../engine/model.js';
+import {
+  couldNotRun,
+  fail,
+  pass,
+  singleCheckScenario,
+  type CheckDef,
+  type Scenario,
+  type ScenarioContext,
+  type Verdict,
+  takingTurns,
+} from '../engine/model.js';
 import { isObject } from '../../harness/json.js';
 
 export const argumentsNotAuthority: CheckDef = {

@@ -862,8 +862,7 @@ async function exploreWorker(
 }
 
 /** How many sequences a run of `options` makes on `transport`: over HTTP nothing may ever run, so every step is judged the same way: a third of the budget. */
-const sequencesOn = (transport: Transport, options: ExploreOptions): number =>
-  transport === 'http' ? Math.max(1, Math.ceil(options.runs / 3)) : options.runs;
+const sequencesOn = (transport: Transport, options: ExploreOptions): number => (transport === 'http' ? Math.max(1, Math.ceil(options.runs / 3)) : options.runs);
 
 /** Explores with `options` and decides the check. */
 export async function explore(ctx: ScenarioContext, options: ExploreOptions): Promise<Verdict> {
@@ -951,7 +950,8 @@ export const exploreScenario: Scenario = {
   // Its calls go to fresh servers of its own; it reads the tools and the opt-in from the shared one's greeting.
   shares: 'handshake',
   // A sequence's servers are fresh; a replay makes one run, plus its shrinking if it fails.
-  isolatedRuns: (options, transport) => (!options.explore || options.explore.runs <= 0 ? 0 : options.explore.replay ? 1 : sequencesOn(transport, options.explore)),
+  isolatedRuns: (options, transport) =>
+    !options.explore || options.explore.runs <= 0 ? 0 : options.explore.replay ? 1 : sequencesOn(transport, options.explore),
   // A budget in time is the exploration's own bound (shrinking included); a budget in sequences has only the run timeout.
   timeoutMs: (options, base) => (options.explore?.timeMs !== undefined ? base + options.explore.timeMs + SHRINK_ALLOWANCE_MS : Number.MAX_SAFE_INTEGER),
   run: async (ctx) => {

@@ -11,7 +11,9 @@ import {
   type ExecProbe,
   type Scenario,
   type ScenarioContext,
-  type Verdict, takingTurns } from '../engine/model.js';
+  type Verdict,
+  takingTurns,
+} from '../engine/model.js';
 
 export const runsGivenExecutable: CheckDef = {
   id: 'launcher/runs-given-executable',

@@ -41,7 +41,10 @@ test('fails names every transport a mutant runs over; a mutant no fixed scenario
   const explorationOnly = declared.filter(([, m]) => m.foundBy === 'exploration');
   expect(explorationOnly.length).toBeGreaterThan(0);
   // The resident server's, and those of the scenarios taking turns on the shared server (after the others' calls).
-  const charged = new Set([...residentScenario.resident!.charges, ...allScenarios.filter((s) => s.shares === 'calls').flatMap((s) => s.checks.map((c) => c.id))]);
+  const charged = new Set([
+    ...residentScenario.resident!.charges,
+    ...allScenarios.filter((s) => s.shares === 'calls').flatMap((s) => s.checks.map((c) => c.id)),
+  ]);
   expect(
     explorationOnly.filter(([, m]) => [...listed(m.fails), ...listed(m.warns)].some(([, found]) => found.some((id) => !charged.has(id)))).map(([name]) => name),
   ).toEqual([]);
