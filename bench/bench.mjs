@@ -3,8 +3,9 @@
 //
 //   suite  runSuite (from dist/) against the reference server with its session adapter, as
 //          `npm start` runs it over stdio, with the default --jobs (the CPU count)
-//   floor  the same number of server starts as the suite made (scenario connections plus the
-//          extra ones some scenarios open), each a bare SDK round trip: Client +
+//   floor  one bare SDK round trip per server the scenarios used (a fresh server per scenario,
+//          per extra connection and per exploration sequence: the starts the suite made plus those
+//          sharing saved, stats.startsShared), each: Client +
 //          StdioClientTransport spawn the reference server, initialize, one `exec` tools/call of
 //          `true` through a two-line fake launcher, close; as many at once as the suite's jobs
 //
@@ -71,7 +72,13 @@ async function suite(jobs, explore = EXPLORE_DEFAULTS, select = undefined) {
   const allowed = (r) => r.status === 'skip' && r.reason === 'not-applicable' && !(explore && r.id === 'explore/sequences-hold-contract');
   const bad = report.results.filter((r) => r.status !== 'pass' && !allowed(r));
   if (bad.length) throw new Error(`the suite did not pass against the reference server: ${bad.map((r) => `${r.id} ${r.status}`).join(', ')}`);
-  return { ms, starts: report.stats.serverStarts, timings: report.scenarios.flatMap((s) => (s.timing ? [s.timing] : [])) };
+  return {
+    ms,
+    starts: report.stats.serverStarts,
+    // What the floor makes: a fresh server for every scenario that shared one, too.
+    trips: report.stats.serverStarts + (report.stats.startsShared ?? 0),
+    timings: report.scenarios.flatMap((s) => (s.timing ? [s.timing] : [])),
+  };
 }
 
 // The floor's fake launcher: `codex sandbox --sandbox-state-json <state> -- cmd...` runs cmd.
@@ -169,7 +176,7 @@ try {
   // Warm-up (disk cache, JIT): one of each, not counted.
   await roundTrip();
   const warm = await suite(JOBS);
-  console.log(`warm-up: suite ${s(warm.ms)} with ${warm.starts} server starts`);
+  console.log(`warm-up: suite ${s(warm.ms)} with ${warm.starts} server starts (${warm.trips - warm.starts} more without sharing)`);
 
   const suiteMs = [];
   const floorMs = [];
@@ -178,21 +185,21 @@ try {
   for (let i = 0; i < RUNS; i++) {
     // Alternate which goes first, so a trend in the load does not favour one side.
     const order = i % 2 === 0 ? ['suite', 'floor', 'unexplored'] : ['unexplored', 'floor', 'suite'];
-    let starts = warm.starts;
+    let trips = warm.trips;
     for (const what of order) {
       if (what === 'suite') {
         const run = await suite(JOBS);
         suiteMs.push(run.ms);
-        starts = run.starts;
+        trips = run.trips;
         for (const key of Object.keys(phases)) phases[key].push(run.timings.reduce((sum, t) => sum + (t[key] ?? 0), 0));
       } else if (what === 'unexplored') {
         unexploredMs.push((await suite(JOBS, null)).ms);
       } else {
-        floorMs.push(await floor(starts, JOBS));
+        floorMs.push(await floor(trips, JOBS));
       }
     }
     console.log(
-      `run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${starts} round trips), suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`,
+      `run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${trips} round trips), suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`,
     );
   }
   // Exploration alone: how many sequences (each a fresh server, up to 10 steps, judged) per second.
@@ -220,7 +227,7 @@ try {
   const peakMb = Math.max(...rss) / 1024;
   console.log('');
   console.log(`suite (--jobs ${JOBS}) median: ${s(suiteMedian)}   [${suiteMs.map(s).join(', ')}]`);
-  console.log(`floor (${warm.starts} SDK spawn+initialize+tools/call, ${JOBS} at once) median: ${s(floorMedian)}   [${floorMs.map(s).join(', ')}]`);
+  console.log(`floor (${warm.trips} SDK spawn+initialize+tools/call, ${JOBS} at once) median: ${s(floorMedian)}   [${floorMs.map(s).join(', ')}]`);
   console.log(`ratio suite/floor: ${ratio.toFixed(2)}   (target <= 1.3: ${ratio <= 1.3 ? 'met' : 'NOT met'})`);
   const exploreCost = suiteMedian / median(unexploredMs);
   console.log(

@@ -122,9 +122,10 @@ export class SharedServers {
     const { suite } = this;
     const observers = await ScenarioObservers.create(join(suite.root, `shared-${transport}-${++this.generation}`), { realCodex: suite.plan.realCodex });
     suite.serverStarts++;
-    suite.startsShared--;
     const startedAt = Date.now();
     const connection = await this.scope.run(() => suite.connect(target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
+    // Its first taker saves nothing: this start is the one it would have made.
+    suite.startsShared--;
     connection.session.elicitation = suite.plan.options.elicitation ?? 'accept';
     const server = new SharedServer(suite, this, transport, observers, connection, new MonitorLog(observers), startedAt);
     this.started.push(server);
