@@ -19,6 +19,8 @@ export class SparePool<T> {
   private handedOutAt?: number;
   /** How many start ahead before the time between takes is known (prime). */
   private primed = 1;
+  /** Takes still known to come (prime): no more than these start ahead; past them, as many as `ahead` again. */
+  private expected?: number;
 
   constructor(
     private readonly start: () => Promise<T>,
@@ -31,15 +33,21 @@ export class SparePool<T> {
       const gap = Math.max(0, asked - this.handedOutAt);
       this.gapMs = this.gapMs === undefined ? gap : (this.gapMs + gap) / 2;
     }
+    // One more take than said (a failure's shrinking reruns): as many ahead as measured again.
+    if (this.expected !== undefined) this.expected = this.expected > 0 ? this.expected - 1 : undefined;
     const item = await (this.spares.shift() ?? this.timedStart());
     this.handedOutAt = Date.now();
-    this.fill(this.ahead);
+    this.fill(Math.min(this.ahead, this.expected ?? MAX_AHEAD));
     return item;
   }
 
-  /** Starts up to `count` (at most MAX_AHEAD) at once, before the first take: the takes they are for are known to come. */
+  /**
+   * `count` takes are known to come: up to that many (at most MAX_AHEAD) start at once, and no
+   * more than are still to come start ahead later (a spare left at the end is a start for nothing).
+   */
   prime(count: number): void {
     this.primed = Math.min(MAX_AHEAD, Math.max(1, count));
+    this.expected = count;
     this.fill(this.primed);
   }
 

@@ -480,8 +480,8 @@ export interface ScenarioBase {
    * Codex. 'calls': the server its transport's sharing scenarios share, its calls in turn with
    * theirs (one scenario after another, in report order, so that a server that keeps state meets
    * the same history in every run); the monitor attributes every call, and a defect that builds
-   * up over calls shows the more. 'handshake': it only looks at a server's greeting (its own calls
-   * go to fresh servers of its own), so any time on the shared one.
+   * up over calls shows the more. 'handshake': it makes no calls on it, only reads its greeting
+   * (and may list its tools again), so any time on the shared one; its own calls go to fresh servers.
    */
   shares?: 'calls' | 'handshake';
   /**

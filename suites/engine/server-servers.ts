@@ -187,7 +187,7 @@ export class ScenarioServers {
     const turn = this.run.scenario.shares === 'calls';
     const note = turn
       ? "the server this transport's scenarios share, from this scenario's turn on it (the other scenarios' turns left out)"
-      : "the server this transport's scenarios share: this scenario only read its greeting";
+      : "the server this transport's scenarios share: its greeting (the scenarios' turns on it left out)";
     return {
       handshake: shared.handshakeEntries,
       from: turn ? this.from.entries : shared.handshakeEntries,

@@ -102,6 +102,9 @@ export const catalogScenario: Scenario = {
   needs: [],
   transports: ['stdio', 'http'],
   long: true,
+  // Its overlapping startups are fresh servers of its own; the first catalog and the relist are the
+  // shared server's (a change it announced at any time, during any scenario's turn, counts as announced).
+  shares: 'handshake',
   run: async (ctx) => {
     const budget = ctx.options.startupTimeoutMs;
     const verdicts = new Map<string, Verdict>();

@@ -89,20 +89,23 @@ describe('SparePool: as many start ahead as one start covers of the time between
     }
   });
 
-  test('prime starts that many at once (at most six), and keeps that many ahead until the time between takes is known', async () => {
+  test('prime starts that many at once (at most six), keeps that many ahead until the time between takes is known, and none beyond the takes said', async () => {
     let starts = 0;
     const disposed: number[] = [];
     const pool = new SparePool<number>(
       async () => ++starts,
       async (n) => void disposed.push(n),
     );
-    pool.prime(12);
+    pool.prime(8);
     expect(starts).toBe(6);
     expect(await pool.take()).toBe(1);
     expect(starts).toBe(7); // the gap not known yet: topped up to six ahead
     await pool.take();
     expect(starts).toBe(7); // a start (instant here) covers none of the gap: five ahead are plenty
+    for (let k = 3; k <= 8; k++) await pool.take();
+    expect(starts).toBe(8); // the eight takes said: nothing left over
+    expect(await pool.take()).toBe(9); // one more than said: started on demand
     await pool.drain();
-    expect(disposed.length).toBe(5);
+    expect(disposed.length).toBe(1); // then one ahead again, as measured
   });
 });
