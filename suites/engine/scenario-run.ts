@@ -64,7 +64,8 @@ export class ScenarioRun {
     readonly job: Job,
     index: number,
   ) {
-    this.dir = join(suite.root, String(index));
+    // Fixed width: a command naming a path in it is as long whatever the job's place in the queue (a replay's included).
+    this.dir = join(suite.root, String(index).padStart(3, '0'));
   }
 
   get scenario() {
