@@ -58,6 +58,9 @@ interface Pending {
   method: string;
   resolve: (outcome: RawOutcome) => void;
   timer: NodeJS.Timeout;
+  /** When the request is out of time (epoch ms). */
+  deadline: number;
+  timeoutMs: number;
 }
 
 /** Why a message from the server is not a valid JSON-RPC 2.0 message, or undefined when it is one. */
@@ -210,6 +213,9 @@ export class CodexSession {
     }
     this.pending.delete(id);
     clearTimeout(pending.timer);
+    // The deadline is the clock's, as Codex's is: an answer read after it (its timer not yet run,
+    // on a starved event loop) came too late all the same.
+    if (Date.now() > pending.deadline) return pending.resolve({ kind: 'timeout', afterMs: pending.timeoutMs });
     if (isObject(msg.error)) pending.resolve({ kind: 'error', error: msg.error, message });
     else pending.resolve({ kind: 'result', result: msg.result, message });
   }
@@ -298,7 +304,7 @@ export class CodexSession {
         this.pending.delete(id);
         resolve({ kind: 'timeout', afterMs: timeoutMs });
       }, timeoutMs);
-      this.pending.set(id, { method, resolve, timer });
+      this.pending.set(id, { method, resolve, timer, deadline: Date.now() + timeoutMs, timeoutMs });
       this.transport.send(message as JSONRPCMessage).catch((error: Error) => {
         this.pending.delete(id);
         clearTimeout(timer);
