@@ -93,6 +93,8 @@ function tasksOf(queue: Job[]): Job[][] {
     }
     group.push(job);
   }
+  // Within a turn order, the scenarios that also send calls without authority go last (ScenarioBase.lastTurn).
+  for (const group of turns.values()) group.sort((a, b) => Number(Boolean(a.scenario.lastTurn)) - Number(Boolean(b.scenario.lastTurn)));
   return tasks;
 }
 

@@ -485,6 +485,12 @@ export interface ScenarioBase {
    */
   shares?: 'calls' | 'handshake';
   /**
+   * Taking turns, it also sends calls without valid authority over stdio (which Codex never does):
+   * it goes after those that send none, so that a server that guards itself after such calls (refusing
+   * what follows) still shows the others what Codex would see.
+   */
+  lastTurn?: boolean;
+  /**
    * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
    * before the other scenarios and lives until they are all done, outside the job slots; the
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
@@ -583,8 +589,15 @@ export function resultOf(verdict: Verdict, base: Pick<CheckResult, 'id' | 'rule'
 }
 
 /** A scenario that decides exactly one check: most scenarios are. */
-/** `scenario` on its transport's shared server, its calls in turn with the other such scenarios' (ScenarioBase.shares). */
-export const takingTurns = (scenario: Scenario): Scenario => ({ ...scenario, shares: 'calls' });
+/**
+ * `scenario` on its transport's shared server, its calls in turn with the other such scenarios'
+ * (ScenarioBase.shares); `last` for one that also sends calls without valid authority (lastTurn).
+ */
+export const takingTurns = (scenario: Scenario, turn: { last?: boolean } = {}): Scenario => ({
+  ...scenario,
+  shares: 'calls',
+  ...(turn.last ? { lastTurn: true } : {}),
+});
 
 export function singleCheckScenario(check: CheckDef, judge: (ctx: ScenarioContext) => Promise<Verdict>, transports: Transport[] = ['stdio']): Scenario {
   return {

@@ -87,4 +87,4 @@ export const aliasScenarios: Scenario[] = [
   aliasScenario(currentKeyOnly, (ctx) => ({ ...ctx.codexEntries(), stateDeprecated: undefined })),
   aliasScenario(deprecatedKeyOnly, (ctx) => ({ ...ctx.codexEntries(), state: undefined })),
   conflictScenario,
-].map(takingTurns);
+].map((scenario) => takingTurns(scenario));

@@ -323,4 +323,4 @@ export const authorityScenarios: Scenario[] = [
   ),
   sessionScenario(sessionStateChange, false),
   sessionScenario(sessionLauncherChange, true),
-].map(takingTurns);
+].map((scenario) => takingTurns(scenario));

@@ -76,4 +76,5 @@ const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (c
   );
 });
 
-export const executionScenarios = [commandShapesScenario, everyExecToolScenario].map(takingTurns);
+// Every exec tool is also sent calls without authority (each must fail closed): its turn comes last.
+export const executionScenarios = [takingTurns(commandShapesScenario), takingTurns(everyExecToolScenario, { last: true })];

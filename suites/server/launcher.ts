@@ -255,4 +255,4 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
 const launcherAbsent = { label: absentFailsClosed.id };
 
 // Failing closed before any valid call is a fresh server's test; the others take turns on the shared one.
-export const launcherScenarios: Scenario[] = [failClosedScenario, takingTurns(afterSuccessScenario), takingTurns(brokenSandboxScenario)];
+export const launcherScenarios: Scenario[] = [failClosedScenario, takingTurns(afterSuccessScenario, { last: true }), takingTurns(brokenSandboxScenario)];

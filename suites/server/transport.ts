@@ -63,4 +63,4 @@ const httpIgnoresLauncherScenario = singleCheckScenario(
   ['http'],
 );
 
-export const transportScenarios: Scenario[] = [httpFailsClosedScenario, httpIgnoresLauncherScenario].map(takingTurns);
+export const transportScenarios: Scenario[] = [httpFailsClosedScenario, httpIgnoresLauncherScenario].map((scenario) => takingTurns(scenario));
