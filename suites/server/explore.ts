@@ -58,7 +58,7 @@ export const sequencesHoldContract: CheckDef = {
 /** Default budget of a run: reproducible (fixed seed) and small enough for the default wall time. */
 export const EXPLORE_DEFAULTS: ExploreOptions = { runs: 12, seed: 20261201 };
 /** Sequences run at once: fixed (not the run's parallelism), so a seed means the same sequences on every machine. */
-const WORKERS = 3;
+const WORKERS = 2;
 const MAX_STEPS = 10;
 /** A sequence makes at most this many calls (a repeated step makes many). */
 const MAX_CALLS = 40;
