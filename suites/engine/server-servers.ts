@@ -156,7 +156,8 @@ export class ScenarioServers {
   private async openIsolated(): Promise<IsolatedServer> {
     this.assertLive();
     const { suite } = this.run;
-    const own = join(this.run.dir, `x${++this.isolatedRuns}`);
+    // Fixed width, as the scenario's own (ScenarioRun.dir): a replayed sequence's commands are as long as in the run it came from.
+    const own = join(this.run.dir, `x${String(++this.isolatedRuns).padStart(3, '0')}`);
     const observers = await ScenarioObservers.create(own, { realCodex: suite.plan.realCodex });
     suite.serverStarts++;
     const remove = () => rm(own, { recursive: true, force: true });
