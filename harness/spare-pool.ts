@@ -25,6 +25,8 @@ export class SparePool<T> {
   constructor(
     private readonly start: () => Promise<T>,
     private readonly dispose: (item: T) => Promise<void>,
+    /** True while the next take is unlikely to come (its taker may stop): nothing starts ahead meanwhile. */
+    private readonly holdAhead: () => boolean = () => false,
   ) {}
 
   async take(): Promise<T> {
@@ -37,7 +39,7 @@ export class SparePool<T> {
     if (this.expected !== undefined) this.expected = this.expected > 0 ? this.expected - 1 : undefined;
     const item = await (this.spares.shift() ?? this.timedStart());
     this.handedOutAt = Date.now();
-    this.fill(Math.min(this.ahead, this.expected ?? MAX_AHEAD));
+    if (!this.holdAhead()) this.fill(Math.min(this.ahead, this.expected ?? MAX_AHEAD));
     return item;
   }
 

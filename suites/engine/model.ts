@@ -496,7 +496,14 @@ export interface ScenarioBase {
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
    * `charges` is selected.
    */
-  resident?: { charges: string[] };
+  resident?: {
+    charges: string[];
+    /**
+     * How long its server lives at least, whatever the others' pace (its idle gaps are not cut
+     * short when they are done): a defect that waits a few seconds must meet its later calls.
+     */
+    minLifeMs: number;
+  };
 }
 
 /** A scenario of server mode: the runner starts the server and hands the scenario the connection. */

@@ -60,7 +60,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
       Promise.all(residents.map((job, k) => start(job, queue.length + k))),
     );
     void suite.lifetime.othersDone.then(() => {
-      for (const job of residents) runs.get(job)?.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_GRACE_MS));
+      for (const job of residents) runs.get(job)?.capDeadline(Math.min(suite.scenarioTimeoutMs, residentLeft(runs.get(job), job)));
     });
     await Promise.all([others, residentRuns]);
   } finally {
@@ -98,6 +98,12 @@ async function takeTurns(suite: SuiteRun, task: Job[], start: (job: Job) => Prom
       return;
     }
   }
+}
+
+/** What a resident may still take once the others are done: the rest of its minimum life, then a short grace. */
+function residentLeft(run: ScenarioRun | undefined, job: Job): number {
+  const minLifeMs = job.scenario.resident?.minLifeMs ?? 0;
+  return Math.max(0, (run?.t0 ?? Date.now()) + minLifeMs - Date.now()) + RESIDENT_GRACE_MS;
 }
 
 /** The monitor's findings over every call of the run: each scenario's log, or the shared server's it wrote to. */

@@ -59,6 +59,9 @@ export class ScenarioServers {
       await server.connection.close().catch(() => undefined);
       await server.remove();
     },
+    // Over stdio, when the control's call ran nothing and no isolated run has yet: exploration stops
+    // after such a run (explore.ts stopWhenBlocked), so a server started ahead would be for nothing.
+    () => this.run.job.transport === 'stdio' && Boolean(this.run.suite.control.known?.blocker) && !this.isolatedRan,
   );
 
   constructor(
