@@ -214,7 +214,9 @@ const allSoak: CallChecks = {
   smuggled: soakHoldsContract.id,
 };
 
-function soakFailure(violations: Finding[], story: ReturnType<typeof storyOf>, calls: number): Verdict {
+function soakFailure(found: Finding[], story: ReturnType<typeof storyOf>, calls: number): Verdict {
+  // The monitor lists findings by kind; the soak tells them in the order their calls were sent.
+  const violations = [...found].sort((a, b) => (a.call ?? Infinity) - (b.call ?? Infinity));
   const first = violations[0]!;
   const rules = [...new Set(violations.map((v) => `${v.check.rule} (${v.check.id})`))];
   // The steps up to the first violation's call: the last few, with their times.
