@@ -383,6 +383,8 @@ export interface Lifetime {
   progress(): number;
   /** Whether a job slot is free with no scenario left to start: calls made now take nothing from the others. */
   spare(): boolean;
+  /** Says the resident made its first call (or has none to make): the others may start (runner.ts, head start). */
+  underWay(): void;
 }
 
 /** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */

@@ -12,6 +12,9 @@ import { SuiteRun } from './suite-run.js';
 export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport, type StartFailure } from './plan.js';
 export { sandboxOptIn } from './server-driver.js';
 
+/** How long the others wait at most for the residents' first calls. */
+const RESIDENT_HEAD_START_MS = 1_000;
+
 /** How long a resident may go on once every other scenario is done. */
 const RESIDENT_GRACE_MS = 2_000;
 
@@ -43,22 +46,23 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     // no wave of starts), start-ups overlap beyond --jobs: a server that takes seconds to start
     // mostly waits, and acting on servers is what --jobs bounds. Host runs compute: no overlap.
     suite.pool = new JobPool(plan.jobs);
-    const serverKnown = new Promise<void>((resolve) => {
-      suite.onServerKnown = () => {
-        if (!plan.host) suite.pool?.widen(Math.max(plan.jobs * 2, MIN_UNDER_WAY));
-        resolve();
-      };
-    });
-    const others = suite.pool.run(tasks.map((task) => () => takeTurns(suite, task, (job) => start(job, queue.indexOf(job))))).finally(() => {
-      suite.shared.retireAll();
-      suite.othersDone();
-    });
-    // The residents start outside the job slots once the target is known to start (or the others
-    // are done, to report why they did not); once the others are done they get a short grace (their
-    // last few calls, on a server that answers), not more wall time.
-    const residentRuns = Promise.race([serverKnown, suite.lifetime.othersDone]).then(() =>
-      Promise.all(residents.map((job, k) => start(job, queue.length + k))),
-    );
+    suite.onServerKnown = () => {
+      if (!plan.host) suite.pool?.widen(Math.max(plan.jobs * 2, MIN_UNDER_WAY));
+    };
+    // The residents start first, outside the job slots, and the others once the residents made their
+    // first call (at most RESIDENT_HEAD_START_MS later): a resident's life (idle gaps in full after
+    // its first call) is the run's longest path, and behind a wave of start-ups an SDK server's HTTP
+    // resident made its first call 3.4 s in. Once the others are done the residents get a short
+    // grace (their last few calls, on a server that answers), not more wall time.
+    suite.residentsExpected(residents.length);
+    const residentRuns = Promise.all(residents.map((job, k) => start(job, queue.length + k).finally(() => runs.get(job)?.underWay())));
+    const headStart = Promise.race([suite.residentsUnderWay, new Promise((resolve) => setTimeout(resolve, RESIDENT_HEAD_START_MS))]);
+    const others = headStart
+      .then(() => suite.pool!.run(tasks.map((task) => () => takeTurns(suite, task, (job) => start(job, queue.indexOf(job))))))
+      .finally(() => {
+        suite.shared.retireAll();
+        suite.othersDone();
+      });
     void suite.lifetime.othersDone.then(() => {
       for (const job of residents) runs.get(job)?.capDeadline(Math.min(suite.scenarioTimeoutMs, residentLeft(runs.get(job), job)));
     });

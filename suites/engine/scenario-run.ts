@@ -57,6 +57,7 @@ export class ScenarioRun {
   private idlers = 0;
   /** Whether it holds an acting slot (JobPool), and whether it lent it for a wait. */
   private acting = false;
+  private saidUnderWay = false;
   private lent = false;
 
   constructor(
@@ -123,6 +124,13 @@ export class ScenarioRun {
     this.acting = true;
     const waited = Date.now() - waitStarted;
     if (waited >= 100) this.moveDeadline((deadline) => deadline + waited);
+  }
+
+  /** A resident's first call is made, or it has none to make: once only (SuiteRun.residentUnderWay). */
+  underWay(): void {
+    if (this.saidUnderWay) return;
+    this.saidUnderWay = true;
+    this.suite.residentUnderWay();
   }
 
   /** Ends its budget at most `ms` from now (a resident once the others are done). */

@@ -63,11 +63,16 @@ export class SuiteRun {
   /** The job slots, once the jobs run: a job that only waits lends its slot (ScenarioRun.idle). */
   pool?: JobPool;
   private othersFinished!: () => void;
+  private residentsWaited = 0;
+  private residentsStarted!: () => void;
+  /** Resolves once every resident made its first call or ended (residentsExpected, ScenarioRun.underWay). */
+  readonly residentsUnderWay = new Promise<void>((resolve) => (this.residentsStarted = resolve));
   /** What a resident scenario knows of the others: when they are all done, and how far they got. */
   readonly lifetime: Lifetime = {
     othersDone: new Promise<void>((resolve) => (this.othersFinished = resolve)),
     progress: () => (this.total === 0 ? 1 : this.done / this.total),
     spare: () => this.pool?.spare ?? false,
+    underWay: () => undefined, // each resident says it for itself (ScenarioRun.underWay)
   };
 
   constructor(
@@ -101,6 +106,17 @@ export class SuiteRun {
   }
 
   /** Every scenario but the residents has finished. */
+  /** One more resident made its first call, or ended (ScenarioRun.underWay). */
+  residentUnderWay(): void {
+    if (--this.residentsWaited <= 0) this.residentsStarted();
+  }
+
+  /** How many residents the others give a head start to (each says ScenarioRun.underWay once). */
+  residentsExpected(count: number): void {
+    this.residentsWaited = count;
+    if (count === 0) this.residentsStarted();
+  }
+
   othersDone(): void {
     this.othersFinished();
   }

@@ -70,22 +70,29 @@ function residentSteps(): Step[] {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** The call after the last idle gap: the calls before it come at once between the gaps. */
+const AFTER_GAPS = Math.max(...RESIDENT_GAPS.keys());
+
 /**
- * Paces call `k`: its idle gap first; then, until the others are done, it waits for the run to
- * have come as far as its share (calls spread over the run), and the last calls for spare capacity.
+ * Paces call `k`. Up to the last idle gap the calls come at once, the gaps between them in full
+ * (even once the others are done: the gaps are what a defect on a timer waits for), so that the
+ * gaps are behind the resident by the time a short run's others are done. The calls after them
+ * wait, until the others are done, for the run to have come as far as their share (spread over
+ * the rest of the run), and the last ones for spare capacity.
  */
 async function paceCall(ctx: ScenarioContext, k: number, othersDone: () => boolean): Promise<void> {
   const gap = RESIDENT_GAPS.get(k);
-  // In full, even once the others are done: the gaps are what a defect on a timer waits for.
   if (gap !== undefined) await ctx.idle(gap);
+  if (k <= AFTER_GAPS) return;
   const paced = RESIDENT_CALLS - RESIDENT_TAIL;
-  const ready = () => othersDone() || (k < paced ? ctx.lifetime.progress() >= (k / paced) * 0.9 : ctx.lifetime.spare() || ctx.lifetime.progress() >= 0.99);
+  const share = (k - AFTER_GAPS) / (paced - AFTER_GAPS);
+  const ready = () => othersDone() || (k < paced ? ctx.lifetime.progress() >= share * 0.9 : ctx.lifetime.spare() || ctx.lifetime.progress() >= 0.99);
   while (!ready()) await sleep(50);
 }
 
 async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   // A server that did not opt in gets no sandbox keys, and without an exec tool there is nothing to call: the fixed checks say so.
-  if (!ctx.exec || !ctx.optedIn) return;
+  if (!ctx.exec || !ctx.optedIn) return ctx.lifetime.underWay();
   let done = false;
   void ctx.lifetime.othersDone.then(() => (done = true));
   const seq = await newSequence(ctx, ctx, RESIDENT_CHECKS);
@@ -95,6 +102,7 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   for (const [k, step] of steps.entries()) {
     await paceCall(ctx, k, () => done);
     await step.run(model, seq);
+    if (k === 0) ctx.lifetime.underWay();
     ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
     if (ctx.session.toolsListChanged !== listChanged) {
       listChanged = ctx.session.toolsListChanged;
