@@ -494,7 +494,8 @@ export interface ScenarioBase {
   lastTurn?: boolean;
   /**
    * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
-   * before the other scenarios and lives until they are all done, outside the job slots; the
+   * before the other scenarios, which wait for its first call (Lifetime.underWay; at most 1 s), and
+   * lives until they are all done, outside the job slots; the
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
    * `charges` is selected.
    */

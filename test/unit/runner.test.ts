@@ -120,6 +120,40 @@ describe('runSuite over an in-process server', () => {
   const byId = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r]));
   const probe = async (ctx: ScenarioContext) => (await ctx.execProbe(ctx.codexEntries())).outcome;
 
+  test("the residents' head start: the others start once the resident made its first call, or at most 1 s after it started", async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const charged = check('t/charged');
+    const timeline = async (residentSaysAfterMs: number | undefined) => {
+      const at: Record<string, number> = {};
+      const started = Date.now();
+      const resident = scenario('resident', [], async () => pass(), {
+        resident: { charges: [charged.id], minLifeMs: 0 },
+        run: async (ctx) => {
+          if (residentSaysAfterMs !== undefined) {
+            await sleep(residentSaysAfterMs);
+            at.underWay = Date.now() - started;
+            ctx.lifetime.underWay();
+          }
+          await ctx.lifetime.othersDone;
+          return new Map();
+        },
+      });
+      const other = scenario('other', [charged], async () => {
+        at.other = Date.now() - started;
+        return pass();
+      });
+      // A resident given no head-start cap would hold the others until its timeout (10 s here).
+      const report = await runSuite(plan({}, { scenarioTimeoutMs: 10_000 }), [other, resident]);
+      expect(byId(report.results)['t/charged']).toMatchObject({ status: 'pass' });
+      return at;
+    };
+    const said = await timeline(300);
+    expect(said.other).toBeGreaterThanOrEqual(said.underWay!);
+    const silent = await timeline(undefined);
+    expect(silent.other).toBeGreaterThanOrEqual(900);
+    expect(silent.other).toBeLessThan(5_000);
+  });
+
   test('needs: a real Codex and a session adapter are known before anything starts; a missing exec tool once the server answers', async () => {
     const p = plan({ tools: [] });
     const report = await runSuite(p, [
