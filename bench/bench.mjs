@@ -8,6 +8,8 @@
 //          sharing saved, stats.startsShared), each: Client +
 //          StdioClientTransport spawn the reference server, initialize, one `exec` tools/call of
 //          `true` through a two-line fake launcher, close; as many at once as the suite's jobs
+//   floor with the resident's gaps  the same, and beside it one bare server that gets a call, then
+//          a call after each of the resident's idle gaps: the wait a timer check cannot skip
 //
 // The suite runs as a default run does: exploration on, with its default budget and seed.
 // Suite and floor alternate in one process, so load drift hits both; so does the suite without
@@ -31,6 +33,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { runSuite } = await import(pathToFileURL(join(root, 'dist/suites/engine/runner.js')).href);
 const { allScenarios } = await import(pathToFileURL(join(root, 'dist/suites/index.js')).href);
 const { EXPLORE_DEFAULTS } = await import(pathToFileURL(join(root, 'dist/suites/server/explore.js')).href);
+const { RESIDENT_GAPS } = await import(pathToFileURL(join(root, 'dist/suites/server/lifetime.js')).href);
 const { codexServerEnvironment } = await import(pathToFileURL(join(root, 'dist/harness/codex-environment.js')).href);
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -91,7 +94,7 @@ const meta = {
   'codex/sandbox-launcher': { codexExecutable: launcher },
 };
 
-async function roundTrip() {
+async function roundTrip(idleGapsMs = []) {
   const client = new Client({ name: 'bench-floor', version: '0' });
   // The environment the suite gives its servers (Codex's), not the SDK's six-variable default:
   // a variable such as NODE_EXTRA_CA_CERTS alone costs each node start about 90 ms.
@@ -102,9 +105,27 @@ async function roundTrip() {
     env: codexServerEnvironment(process.env),
   });
   await client.connect(transport);
-  const result = await client.callTool({ name: 'exec', arguments: { command: ['true'] }, _meta: meta });
-  if (result.isError) throw new Error(`floor call failed: ${JSON.stringify(result.content)}`);
+  const call = async () => {
+    const result = await client.callTool({ name: 'exec', arguments: { command: ['true'] }, _meta: meta });
+    if (result.isError) throw new Error(`floor call failed: ${JSON.stringify(result.content)}`);
+  };
+  await call();
+  for (const gap of idleGapsMs) {
+    await new Promise((resolve) => setTimeout(resolve, gap));
+    await call();
+  }
   await client.close();
+}
+
+/**
+ * The floor with the one wait a check needs: the round trips, and beside them a bare resident (one
+ * server, a call, then the resident's idle gaps, each followed by a call). A defect that waits for
+ * a timer is only met by waiting, so no run that checks for it can be shorter than this.
+ */
+async function floorWithTimers(count, jobs) {
+  const started = performance.now();
+  await Promise.all([floor(count, jobs), roundTrip([...RESIDENT_GAPS.values()])]);
+  return performance.now() - started;
 }
 
 async function floor(count, jobs) {
@@ -180,6 +201,7 @@ try {
 
   const suiteMs = [];
   const floorMs = [];
+  const timedFloorMs = [];
   const unexploredMs = [];
   const phases = { observersMs: [], startupMs: [], runMs: [], closeMs: [] };
   for (let i = 0; i < RUNS; i++) {
@@ -196,10 +218,12 @@ try {
         unexploredMs.push((await suite(JOBS, null)).ms);
       } else {
         floorMs.push(await floor(trips, JOBS));
+        timedFloorMs.push(await floorWithTimers(trips, JOBS));
       }
     }
     console.log(
-      `run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${trips} round trips), suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`,
+      `run ${i + 1}/${RUNS}: suite ${s(suiteMs.at(-1))}, floor ${s(floorMs.at(-1))} (${trips} round trips), with the resident's gaps ${s(timedFloorMs.at(-1))}, ` +
+        `suite without exploration ${s(unexploredMs.at(-1))}, load ${load()}`,
     );
   }
   // Exploration alone: how many sequences (each a fresh server, up to 10 steps, judged) per second.
@@ -229,6 +253,11 @@ try {
   console.log(`suite (--jobs ${JOBS}) median: ${s(suiteMedian)}   [${suiteMs.map(s).join(', ')}]`);
   console.log(`floor (${warm.trips} SDK spawn+initialize+tools/call, ${JOBS} at once) median: ${s(floorMedian)}   [${floorMs.map(s).join(', ')}]`);
   console.log(`ratio suite/floor: ${ratio.toFixed(2)}   (target <= 1.3: ${ratio <= 1.3 ? 'met' : 'NOT met'})`);
+  const timedRatio = suiteMedian / median(timedFloorMs);
+  console.log(
+    `floor with the resident's idle gaps (${[...RESIDENT_GAPS.values()].map(s).join(' + ')} between calls on one bare server, beside the round trips) median: ` +
+      `${s(median(timedFloorMs))}   [${timedFloorMs.map(s).join(', ')}]; ratio suite/that floor: ${timedRatio.toFixed(2)}`,
+  );
   const exploreCost = suiteMedian / median(unexploredMs);
   console.log(
     `suite without exploration median: ${s(median(unexploredMs))}   (default run / without: ${exploreCost.toFixed(2)}, target <= 1.5: ${exploreCost <= 1.5 ? 'met' : 'NOT met'})`,

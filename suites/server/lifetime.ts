@@ -32,7 +32,7 @@ import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
 export const RESIDENT_CALLS = 36;
 const RESIDENT_SEED = 20261202;
 /** Idle gaps (ms) the resident leaves after some calls, whatever the run's pace: a defect may wait for a timer. */
-const RESIDENT_GAPS = new Map([
+export const RESIDENT_GAPS = new Map([
   [2, 1500],
   [12, 2000],
   [22, 1500],
