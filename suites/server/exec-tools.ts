@@ -3,6 +3,7 @@ import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
 import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { commandKit, formLabel, generate, type GrammarEntry } from './commands.js';
 import {
   couldNotRun,
   fail,
@@ -24,7 +25,7 @@ export const everyExecTool: CheckDef = {
   summary:
     'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
   observes:
-    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run); over HTTP one call as Codex sends it there (nothing may run). Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends three commands past the sizes and forms a server may special-case (a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those three as Codex sends them there (nothing may run). Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
   why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
   typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
@@ -39,7 +40,20 @@ export interface ToolCalls {
   adapter: ExecAdapter;
   control?: ExecProbe;
   refusals: { label: string; probe: ExecProbe }[];
+  /** With everything Codex sends, commands of TOOL_SHAPES: each runs inside a launch, or is refused. */
+  shaped: { label: string; probe: ExecProbe }[];
 }
+
+/**
+ * What every other exec tool is also sent (over HTTP too, where nothing may run): commands past the
+ * sizes and forms a server may special-case (a long command written to a script and run directly,
+ * a `bash -lc` unwrapped). The monitor judges where each ran.
+ */
+const TOOL_SHAPES: GrammarEntry[] = [
+  { form: 'simple', size: '1 KB' },
+  { form: 'bash -lc', size: '8 KB' },
+  { form: 'heredoc', size: '100 KB' },
+];
 
 type Variant = { label: string; entries: (ctx: IsolatedContext) => SandboxEntries };
 const WITHOUT_LAUNCHER: Variant = { label: 'without a launcher', entries: (ctx) => ({ ...ctx.codexEntries(), launcher: undefined }) };
@@ -56,12 +70,27 @@ export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, 
     const nonce = ctx.observers.newNonce();
     return ctx.execProbe(entries, { adapter, check, nonce, command: { argv: ctx.observers.probeCommand(nonce), form: `simple, to tool ${adapter.tool}` } });
   };
-  if (ctx.transport === 'http') return { adapter, refusals: [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }] };
+  const kit = await commandKit(ctx.observers);
+  const shaped = async (entries: SandboxEntries) => {
+    const probes = [];
+    for (const entry of TOOL_SHAPES) {
+      const nonce = ctx.observers.newNonce();
+      const { argv, script } = generate(kit, entry, nonce);
+      const label = `${formLabel(entry)}, to tool ${adapter.tool}`;
+      probes.push({ label, probe: await ctx.execProbe(entries, { adapter, check, nonce, command: { argv, script, form: label } }) });
+    }
+    return probes;
+  };
+  if (ctx.transport === 'http') {
+    const refusals = [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }];
+    for (const { label, probe } of await shaped(ctx.codexEntries())) refusals.push({ label: `over HTTP (${label})`, probe });
+    return { adapter, refusals, shaped: [] };
+  }
   const control = await call(ctx.codexEntries());
   const refusals = [];
   for (const variant of full ? [WITHOUT_LAUNCHER, RELATIVE_LAUNCHER] : [WITHOUT_LAUNCHER])
     refusals.push({ label: variant.label, probe: await call(variant.entries(ctx)) });
-  return { adapter, control, refusals };
+  return { adapter, control, refusals, shaped: await shaped(ctx.codexEntries()) };
 }
 
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
@@ -107,6 +136,17 @@ export async function judgeToolCalls(calls: ToolCalls, observations: Observation
     if (verdict.status === 'error') return { kind: 'not-driven', why: `${tool}, ${label}: ${verdict.message}`, rejected: false };
   }
   if (control?.verdict) return control.verdict;
+  // The tool ran the plain probe inside a launch: a larger or wrapped command must run too, or be refused.
+  const silent = calls.shaped.find(
+    ({ probe }) => probeRunsOf(observations, probe.nonce).length === 0 && probe.outcome.kind === 'result' && !isRefusal(probe.outcome),
+  );
+  if (control && silent) {
+    const verdict = fail(`${tool}: with everything Codex sends, the call reported success but the command never executed (${silent.label})`, {
+      expected: 'the command executed inside a launch of the codexExecutable sent (or the call refused)',
+      actual: summarizeOutcome(silent.probe.outcome),
+    }) as Verdict & { status: 'fail' };
+    return { kind: 'fail', verdict };
+  }
   if (!control && !(await stdioControl).works)
     return { kind: 'not-driven', why: `${tool}: the refusal over HTTP proves nothing while the stdio control does not run`, rejected: false };
   return { kind: 'ok' };
@@ -145,7 +185,9 @@ export const everyExecToolScenario: Scenario = {
     const driven: ToolCalls[] = [];
     for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
-    const accepted = driven.flatMap(({ control }) => (control?.outcome.kind === 'result' && !isRefusal(control.outcome) ? [control.nonce] : []));
+    const accepted = driven.flatMap(({ control, shaped }) =>
+      [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (probe?.outcome.kind === 'result' && !isRefusal(probe.outcome) ? [probe.nonce] : [])),
+    );
     await awaitProbeRuns(ctx, accepted, ACCEPTED_RUN_WAIT_MS);
     const observations = await ctx.observe();
     const control = ctx.transport === 'http' ? ctx.control() : Promise.resolve({ works: true, detail: '' });
