@@ -383,7 +383,7 @@ export interface Lifetime {
   progress(): number;
   /** Whether a job slot is free with no scenario left to start: calls made now take nothing from the others. */
   spare(): boolean;
-  /** Says the resident made its first call (or has none to make): the others may start (runner.ts, head start). */
+  /** Says the resident's server is up and its first call goes out (or it has none to make): the others may start (runner.ts, head start). */
   underWay(): void;
 }
 
@@ -494,7 +494,7 @@ export interface ScenarioBase {
   lastTurn?: boolean;
   /**
    * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
-   * before the other scenarios, which wait for its first call (Lifetime.underWay; at most 1 s), and
+   * before the other scenarios, which wait for it to send its first call (Lifetime.underWay; at most 1 s), and
    * lives until they are all done, outside the job slots; the
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
    * `charges` is selected.

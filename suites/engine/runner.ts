@@ -12,7 +12,7 @@ import { SuiteRun } from './suite-run.js';
 export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport, type StartFailure } from './plan.js';
 export { sandboxOptIn } from './server-driver.js';
 
-/** How long the others wait at most for the residents' first calls. */
+/** How long the others wait at most for the residents to send their first calls. */
 const RESIDENT_HEAD_START_MS = 1_000;
 
 /** How long a resident may go on once every other scenario is done. */
@@ -49,8 +49,8 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     suite.onServerKnown = () => {
       if (!plan.host) suite.pool?.widen(Math.max(plan.jobs * 2, MIN_UNDER_WAY));
     };
-    // The residents start first, outside the job slots, and the others once the residents made their
-    // first call (at most RESIDENT_HEAD_START_MS later): a resident's life (idle gaps in full after
+    // The residents start first, outside the job slots, and the others once the residents send their
+    // first calls (at most RESIDENT_HEAD_START_MS later): a resident's life (idle gaps in full after
     // its first call) is the run's longest path, and behind a wave of start-ups an SDK server's HTTP
     // resident made its first call 3.4 s in. Once the others are done the residents get a short
     // grace (their last few calls, on a server that answers), not more wall time.

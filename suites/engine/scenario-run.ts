@@ -126,7 +126,7 @@ export class ScenarioRun {
     if (waited >= 100) this.moveDeadline((deadline) => deadline + waited);
   }
 
-  /** A resident's first call is made, or it has none to make: once only (SuiteRun.residentUnderWay). */
+  /** A resident's first call goes out, or it has none to make: once only (SuiteRun.residentUnderWay). */
   underWay(): void {
     if (this.saidUnderWay) return;
     this.saidUnderWay = true;

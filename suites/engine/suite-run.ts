@@ -65,7 +65,7 @@ export class SuiteRun {
   private othersFinished!: () => void;
   private residentsWaited = 0;
   private residentsStarted!: () => void;
-  /** Resolves once every resident made its first call or ended (residentsExpected, ScenarioRun.underWay). */
+  /** Resolves once every resident sent its first call or ended (residentsExpected, ScenarioRun.underWay). */
   readonly residentsUnderWay = new Promise<void>((resolve) => (this.residentsStarted = resolve));
   /** What a resident scenario knows of the others: when they are all done, and how far they got. */
   readonly lifetime: Lifetime = {
@@ -106,7 +106,7 @@ export class SuiteRun {
   }
 
   /** Every scenario but the residents has finished. */
-  /** One more resident made its first call, or ended (ScenarioRun.underWay). */
+  /** One more resident sent its first call, or ended (ScenarioRun.underWay). */
   residentUnderWay(): void {
     if (--this.residentsWaited <= 0) this.residentsStarted();
   }

@@ -101,8 +101,9 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   let listChanged = ctx.session.toolsListChanged;
   for (const [k, step] of steps.entries()) {
     await paceCall(ctx, k, () => done);
-    await step.run(model, seq);
+    // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.underWay();
+    await step.run(model, seq);
     ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
     if (ctx.session.toolsListChanged !== listChanged) {
       listChanged = ctx.session.toolsListChanged;

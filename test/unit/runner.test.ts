@@ -120,7 +120,7 @@ describe('runSuite over an in-process server', () => {
   const byId = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r]));
   const probe = async (ctx: ScenarioContext) => (await ctx.execProbe(ctx.codexEntries())).outcome;
 
-  test("the residents' head start: the others start once the resident made its first call, or at most 1 s after it started", async () => {
+  test("the residents' head start: the others start once the resident sends its first call, or at most 1 s after it started", async () => {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const charged = check('t/charged');
     const timeline = async (residentSaysAfterMs: number | undefined) => {
