@@ -31,7 +31,7 @@ import {
   type ConfigFile,
   UsageError,
 } from './config.js';
-import { defaultCodexConfigPath, loadCodexServer } from './codex-config.js';
+import { defaultCodexConfigPath, loadCodexServer, type CodexServerEntry } from './codex-config.js';
 import { diagnoseEnvironment } from './diagnose.js';
 import { EXIT, EXIT_SIGNAL } from './exit-codes.js';
 import { createProgress } from './progress.js';
@@ -104,7 +104,8 @@ function onSignal(signal: NodeJS.Signals, code: number): void {
   });
 }
 
-async function main(argv: string[]): Promise<number> {
+/** The server-mode command line: what it accepts, its help, and the result and selection options. */
+function serverParser(argv: string[]) {
   const parser = cliParser(
     argv,
     [
@@ -235,47 +236,47 @@ async function main(argv: string[]): Promise<number> {
     )
     .parserConfiguration({ 'halt-at-non-option': true, 'populate--': true })
     .version(version);
-
-  // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
-  // server's own flags reach the server), which also stops it from seeing commands.
-  if (argv[0] === 'host') return (await import('./host.js')).hostCommand(argv.slice(1), version);
-  if (argv[0] === 'list') {
-    // Server checks first, then the host subcommand's; globs (`list 'host/*'`) keep the checks whose id matches one.
-    const patterns = argv.slice(1);
-    const matches = patterns.length ? globMatcher(patterns) : () => true;
-    const listed = everyCheck.filter((c) => matches(c.id));
-    if (listed.length === 0) throw new UsageError(`no check id matches ${patterns.join(' ')}; see mcp-sandbox-conformance list`);
-    process.stdout.write(renderList(listed, transportsOf));
-    return EXIT.ok;
-  }
-  if (argv[0] === 'explain') {
-    const id = argv[1];
-    const check = id ? checkById(id) : undefined;
-    // A rule ID (LAUNCH-1, EXEC-1, ...) explains every check that hangs under it.
-    const underRule = id ? everyCheck.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
-    if ((!check && underRule.length === 0) || argv.length > 2) {
-      throw new UsageError(`unknown check or rule "${id ?? ''}"; see mcp-sandbox-conformance list (and CONTRACT.md for the rules)`);
-    }
-    process.stdout.write(
-      check
-        ? renderExplain(check)
-        : [
-            `${underRule[0]!.rule} (CONTRACT.md §${underRule[0]!.rule.startsWith('HOST-') ? 4 : 3}): ${underRule.length} check${underRule.length === 1 ? '' : 's'}`,
-            '',
-            ...underRule.map(renderExplain),
-          ].join('\n'),
-    );
-    return EXIT.ok;
-  }
-
   // A string or number option must get its value: `--exec-tool` at the end, or followed by another
   // option, is an error rather than silently nothing.
-  const withResults = resultOptions(selectionOptions(parser, 'launcher/*')).requiresArg(VALUE_OPTIONS);
-  const args = await withResults.parseAsync();
-  if (args.help || args.version) return EXIT.ok;
+  return resultOptions(selectionOptions(parser, 'launcher/*')).requiresArg(VALUE_OPTIONS);
+}
+
+type ServerArgs = Awaited<ReturnType<ReturnType<typeof serverParser>['parseAsync']>>;
+
+/** `list [glob...]`: server checks first, then the host subcommand's; globs (`list 'host/*'`) keep the checks whose id matches one. */
+function listChecks(patterns: string[]): number {
+  const matches = patterns.length ? globMatcher(patterns) : () => true;
+  const listed = everyCheck.filter((c) => matches(c.id));
+  if (listed.length === 0) throw new UsageError(`no check id matches ${patterns.join(' ')}; see mcp-sandbox-conformance list`);
+  process.stdout.write(renderList(listed, transportsOf));
+  return EXIT.ok;
+}
+
+/** `explain <check-id | rule-id>`: one check, or every check of a rule. */
+function explainChecks(args: string[]): number {
+  const id = args[0];
+  const check = id ? checkById(id) : undefined;
+  // A rule ID (LAUNCH-1, EXEC-1, ...) explains every check that hangs under it.
+  const underRule = id ? everyCheck.filter((c) => c.rule.toUpperCase() === id.toUpperCase()) : [];
+  if ((!check && underRule.length === 0) || args.length > 1) {
+    throw new UsageError(`unknown check or rule "${id ?? ''}"; see mcp-sandbox-conformance list (and CONTRACT.md for the rules)`);
+  }
+  process.stdout.write(
+    check
+      ? renderExplain(check)
+      : [
+          `${underRule[0]!.rule} (CONTRACT.md §${underRule[0]!.rule.startsWith('HOST-') ? 4 : 3}): ${underRule.length} check${underRule.length === 1 ? '' : 's'}`,
+          '',
+          ...underRule.map(renderExplain),
+        ].join('\n'),
+  );
+  return EXIT.ok;
+}
+
+/** The server to test: from a Codex config entry (--codex-config --server) or the command line, and its HTTP side. */
+function serverTarget(args: ServerArgs): { codexEntry?: CodexServerEntry; command: string[] } {
   const positional = (args._ as (string | number)[]).map(String);
   const dashDash = ((args['--'] as (string | number)[] | undefined) ?? []).map(String);
-
   for (const flag of ['codex-config', 'server'] as const) if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
   if (args.server !== undefined && args['codex-config'] === undefined)
     throw new UsageError('--server names an entry of a Codex config: give --codex-config [FILE] too');
@@ -297,10 +298,11 @@ async function main(argv: string[]): Promise<number> {
     for (const one of Array.isArray(value) ? value : [value]) if (one === '') throw new UsageError(`--${flag} needs a value`);
   }
   if (args['http-command'] && !args['http-command'].includes('{port}')) throw new UsageError('--http-command must contain {port}');
-  const { config } = loadConfig(args.config);
-  const env = { ...config.env, ...codexEntry?.env, ...parseEnvPairs(listOf(args.env)) };
-  const envVars = [...(config.envVars ?? []), ...(codexEntry?.envVars ?? []), ...envVarNames(listOf(args['env-var']), '--env-var')];
-  const execs = execFlags(listOf(args['exec-tool']), listOf(args['exec-args']));
+  return { codexEntry, command };
+}
+
+/** Flags given twice, and timeouts and counts out of range: usage errors before anything starts. */
+function checkFlagValues(args: ServerArgs): void {
   for (const flag of ['config', 'cwd', 'url', 'http-command', 'http-path', 'codex', 'session', 'elicitation'] as const) {
     if (Array.isArray(args[flag])) throw new UsageError(`--${flag} given more than once`);
   }
@@ -320,6 +322,18 @@ async function main(argv: string[]): Promise<number> {
   if (args['max-message-mb'] !== undefined && args['max-message-mb'] * 1024 * 1024 > Number.MAX_SAFE_INTEGER) {
     throw new UsageError(`--max-message-mb is too large: ${String(args['max-message-mb'])}`);
   }
+}
+
+/** The run the flags, the config file and a Codex config entry ask for (flags win, then the entry, then the file). */
+function planOf(
+  args: ServerArgs,
+  { codexEntry, command }: ReturnType<typeof serverTarget>,
+): { plan: RunPlan; env: Record<string, string>; execs: ReturnType<typeof execFlags> } {
+  const { config } = loadConfig(args.config);
+  const env = { ...config.env, ...codexEntry?.env, ...parseEnvPairs(listOf(args.env)) };
+  const envVars = [...(config.envVars ?? []), ...(codexEntry?.envVars ?? []), ...envVarNames(listOf(args['env-var']), '--env-var')];
+  const execs = execFlags(listOf(args['exec-tool']), listOf(args['exec-args']));
+  checkFlagValues(args);
 
   const select = selectionOf(args, allChecks, 'mcp-sandbox-conformance list');
 
@@ -380,6 +394,16 @@ async function main(argv: string[]): Promise<number> {
 
   // The derived default may exceed what a timer can hold even when each part is valid.
   plan.scenarioTimeoutMs ??= Math.min(defaultScenarioTimeoutMs(plan.options), MAX_TIMER_MS);
+  return { plan, env, execs };
+}
+
+/** Runs the plan, then diagnoses a start failure, and reports. */
+async function runAndReport(
+  plan: RunPlan,
+  args: ServerArgs,
+  { codexEntry, command }: ReturnType<typeof serverTarget>,
+  { env, execs }: { env: Record<string, string>; execs: ReturnType<typeof execFlags> },
+): Promise<number> {
   const progress = createProgress();
   plan.onProgress = progress.onProgress;
   let report;
@@ -414,6 +438,19 @@ async function main(argv: string[]): Promise<number> {
         }
       : {}),
   });
+}
+
+async function main(argv: string[]): Promise<number> {
+  // The subcommands are plain words: yargs stops parsing at the first non-option (so that the
+  // server's own flags reach the server), which also stops it from seeing commands.
+  if (argv[0] === 'host') return (await import('./host.js')).hostCommand(argv.slice(1), version);
+  if (argv[0] === 'list') return listChecks(argv.slice(1));
+  if (argv[0] === 'explain') return explainChecks(argv.slice(1));
+  const args = await serverParser(argv).parseAsync();
+  if (args.help || args.version) return EXIT.ok;
+  const target = serverTarget(args);
+  const { plan, ...given } = planOf(args, target);
+  return runAndReport(plan, args, target, given);
 }
 
 // A reader that goes away (`… | head -1`) is no error of the run: further output is dropped and

@@ -110,6 +110,12 @@ export const CODEX_HTTP_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** A URL's userinfo as an `Authorization: Basic` header, and the URL without it (fetch refuses URLs with credentials). */
+/** fetch's failure when the server closed the connection under a request (undici's SocketError "other side closed"). */
+function closedUnderUs(error: unknown): boolean {
+  const cause = error instanceof TypeError ? (error.cause as { code?: unknown } | undefined) : undefined;
+  return cause?.code === 'UND_ERR_SOCKET';
+}
+
 export function splitCredentials(text: string): { url: URL; authorization?: string } {
   const url = new URL(text);
   if (url.username === '' && url.password === '') return { url };
@@ -176,7 +182,15 @@ export class CodexHttpTransport implements Transport {
     const headers = new Headers(init?.headers);
     for (const [name, value] of Object.entries(this.headers)) headers.set(name, value);
     if (init?.method === 'GET') await this.listed;
-    return fetch(input, { ...init, headers });
+    try {
+      return await fetch(input, { ...init, headers });
+    } catch (error) {
+      // A kept-alive connection the server closed as we reused it (its idle timeout, often 5 s,
+      // met our own on a starved event loop): the request never got an answer on it. Sent again
+      // once on a new connection, as HTTP clients do; a second failure is the server's.
+      if (!closedUnderUs(error)) throw error;
+      return fetch(input, { ...init, headers });
+    }
   }
 
   private observe(message: JSONRPCMessage): void {

@@ -385,6 +385,8 @@ export interface Lifetime {
   spare(): boolean;
   /** Says the resident's server is up and its first call goes out (or it has none to make): the others may start (runner.ts, head start). */
   underWay(): void;
+  /** Says the resident made the calls a defect on a count or a timer needs: once the others are done too, it gets a short grace only. */
+  coreDone(): void;
 }
 
 /** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */
@@ -501,11 +503,6 @@ export interface ScenarioBase {
    */
   resident?: {
     charges: string[];
-    /**
-     * How long its server lives at least, whatever the others' pace (its idle gaps are not cut
-     * short when they are done): a defect that waits a few seconds must meet its later calls.
-     */
-    minLifeMs: number;
   };
 }
 

@@ -15,8 +15,10 @@ export { sandboxOptIn } from './server-driver.js';
 /** How long the others wait at most for the residents to send their first calls. */
 const RESIDENT_HEAD_START_MS = 1_000;
 
-/** How long a resident may go on once every other scenario is done. */
+/** How long a resident may go on once every other scenario is done and it made its core calls. */
 const RESIDENT_GRACE_MS = 2_000;
+/** How long a resident that has not made its core calls may go on once every other scenario is done. */
+const RESIDENT_CORE_WAIT_MS = 20_000;
 
 /**
  * Jobs under way at once (their servers starting, or waiting to act), at least: a server that takes
@@ -52,8 +54,8 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     // The residents start first, outside the job slots, and the others once the residents send their
     // first calls (at most RESIDENT_HEAD_START_MS later): a resident's life (idle gaps in full after
     // its first call) is the run's longest path, and behind a wave of start-ups an SDK server's HTTP
-    // resident made its first call 3.4 s in. Once the others are done the residents get a short
-    // grace (their last few calls, on a server that answers), not more wall time.
+    // resident made its first call 3.4 s in. Once the others are done, a resident gets a short
+    // grace (its last few calls, on a server that answers) after its core calls (capResident).
     suite.residentsExpected(residents.length);
     const residentRuns = Promise.all(residents.map((job, k) => start(job, queue.length + k).finally(() => runs.get(job)?.underWay())));
     const headStart = Promise.race([suite.residentsUnderWay, new Promise((resolve) => setTimeout(resolve, RESIDENT_HEAD_START_MS))]);
@@ -63,9 +65,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
         suite.shared.retireAll();
         suite.othersDone();
       });
-    void suite.lifetime.othersDone.then(() => {
-      for (const job of residents) runs.get(job)?.capDeadline(Math.min(suite.scenarioTimeoutMs, residentLeft(runs.get(job), job)));
-    });
+    for (const job of residents) void capResident(suite, runs.get(job));
     await Promise.all([others, residentRuns]);
   } finally {
     await suite.stop();
@@ -104,10 +104,19 @@ async function takeTurns(suite: SuiteRun, task: Job[], start: (job: Job) => Prom
   }
 }
 
-/** What a resident may still take once the others are done: the rest of its minimum life, then a short grace. */
-function residentLeft(run: ScenarioRun | undefined, job: Job): number {
-  const minLifeMs = job.scenario.resident?.minLifeMs ?? 0;
-  return Math.max(0, (run?.t0 ?? Date.now()) + minLifeMs - Date.now()) + RESIDENT_GRACE_MS;
+/**
+ * Once the others are done, a resident that made its core calls gets a short grace (its last few
+ * calls); one that has not yet gets longer, so that a loaded machine's slow calls do not cut
+ * the calls a defect on a count or a timer needs, and a server that hangs still ends the run.
+ */
+async function capResident(suite: SuiteRun, run: ScenarioRun | undefined): Promise<void> {
+  if (!run) return;
+  await suite.lifetime.othersDone;
+  if (!run.madeCore) {
+    run.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_CORE_WAIT_MS));
+    await run.core;
+  }
+  run.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_GRACE_MS));
 }
 
 /** The monitor's findings over every call of the run: each scenario's log, or the shared server's it wrote to. */

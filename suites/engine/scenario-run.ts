@@ -126,6 +126,17 @@ export class ScenarioRun {
     if (waited >= 100) this.moveDeadline((deadline) => deadline + waited);
   }
 
+  madeCore = false;
+  // Before `core`: a field declared after it would be initialized after its executor ran, and undo it.
+  private coreResolve: () => void = () => undefined;
+  /** Resolves once a resident made its core calls (Lifetime.coreDone): until then the others' end does not cut it short. */
+  readonly core: Promise<void> = new Promise((resolve) => (this.coreResolve = resolve));
+
+  coreMade(): void {
+    this.madeCore = true;
+    this.coreResolve();
+  }
+
   /** A resident's first call goes out, or it has none to make: once only (SuiteRun.residentUnderWay). */
   underWay(): void {
     if (this.saidUnderWay) return;

@@ -158,7 +158,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     openConnection: (purpose) => servers.openConnection(purpose),
     progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),
     idle: (ms) => run.idle(ms),
-    lifetime: { ...suite.lifetime, underWay: () => run.underWay() },
+    lifetime: { ...suite.lifetime, underWay: () => run.underWay(), coreDone: () => run.coreMade() },
     ...callSurface(main),
     newExecTools: newExecToolsOf(run, main.connection),
     lingerAfter: (ms) => {

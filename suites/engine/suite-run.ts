@@ -72,7 +72,9 @@ export class SuiteRun {
     othersDone: new Promise<void>((resolve) => (this.othersFinished = resolve)),
     progress: () => (this.total === 0 ? 1 : this.done / this.total),
     spare: () => this.pool?.spare ?? false,
-    underWay: () => undefined, // each resident says it for itself (ScenarioRun.underWay)
+    // Each resident says these for itself (ScenarioRun).
+    underWay: () => undefined,
+    coreDone: () => undefined,
   };
 
   constructor(
@@ -105,7 +107,6 @@ export class SuiteRun {
     return ownCallForms && !(control.status === 'skip' && control.hint === 'exec-adapter') ? undefined : control;
   }
 
-  /** Every scenario but the residents has finished. */
   /** One more resident sent its first call, or ended (ScenarioRun.underWay). */
   residentUnderWay(): void {
     if (--this.residentsWaited <= 0) this.residentsStarted();
@@ -117,6 +118,7 @@ export class SuiteRun {
     if (count === 0) this.residentsStarted();
   }
 
+  /** Every scenario but the residents has finished. */
   othersDone(): void {
     this.othersFinished();
   }

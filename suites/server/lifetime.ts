@@ -31,20 +31,20 @@ import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
 /** Calls the resident server gets over a run: more than 30, so that a defect that waits for 30 calls shows. */
 export const RESIDENT_CALLS = 36;
 const RESIDENT_SEED = 20261202;
-/** Idle gaps (ms) the resident leaves after some calls, whatever the run's pace: a defect may wait for a timer. */
+/**
+ * Idle gaps (ms) the resident leaves after some calls, whatever the run's pace: a defect may wait
+ * for a timer. Up to the call after the last gap (its core: 33 calls, over 5 s) the calls come at
+ * once between the gaps, so that a worker that warms up for 4 s after its first call, or a defect
+ * that waits for 30 calls, meets them in every default run; a run whose others are done sooner
+ * waits for the core, never cuts it.
+ */
 export const RESIDENT_GAPS = new Map([
   [2, 1500],
-  [12, 2000],
-  [22, 1500],
+  [16, 2000],
+  [31, 1500],
 ]);
-/**
- * How long the resident lives at least: its idle gaps in full, and a second for its calls. A run
- * whose other scenarios are done sooner waits for it, so that a worker that warms up for 4 s
- * after its first call (a real design) meets the resident's later calls in every default run.
- */
-const RESIDENT_MIN_LIFE_MS = [...RESIDENT_GAPS.values()].reduce((sum, gap) => sum + gap, 0) + 1_000;
-/** The last calls wait for spare capacity (a free job slot, nothing left to start) or the end of the others. */
-const RESIDENT_TAIL = 4;
+/** The resident's core: its calls up to the first after the last gap. */
+const RESIDENT_CORE = Math.max(...RESIDENT_GAPS.keys()) + 2;
 
 /** The rule-level checks its calls are made for: a finding the monitor charges to no rule's role goes to these. */
 const RESIDENT_CHECKS: CallChecks = {
@@ -70,23 +70,18 @@ function residentSteps(): Step[] {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** The call after the last idle gap: the calls before it come at once between the gaps. */
-const AFTER_GAPS = Math.max(...RESIDENT_GAPS.keys());
-
 /**
- * Paces call `k`. Up to the last idle gap the calls come at once, the gaps between them in full
- * (even once the others are done: the gaps are what a defect on a timer waits for), so that the
- * gaps are behind the resident by the time a short run's others are done. The calls after them
- * wait, until the others are done, for the run to have come as far as their share (spread over
- * the rest of the run), and the last ones for spare capacity.
+ * Paces call `k`. In the core the calls come at once, the gaps between them in full (even once the
+ * others are done: the gaps are what a defect on a timer waits for), so that the gaps are behind
+ * the resident early. The calls after the core wait, until the others are done, for the run to
+ * have come as far as their share, or for spare capacity (a free job slot, nothing left to start).
  */
 async function paceCall(ctx: ScenarioContext, k: number, othersDone: () => boolean): Promise<void> {
   const gap = RESIDENT_GAPS.get(k);
   if (gap !== undefined) await ctx.idle(gap);
-  if (k <= AFTER_GAPS) return;
-  const paced = RESIDENT_CALLS - RESIDENT_TAIL;
-  const share = (k - AFTER_GAPS) / (paced - AFTER_GAPS);
-  const ready = () => othersDone() || (k < paced ? ctx.lifetime.progress() >= share * 0.9 : ctx.lifetime.spare() || ctx.lifetime.progress() >= 0.99);
+  if (k < RESIDENT_CORE) return;
+  const share = (k - RESIDENT_CORE + 1) / (RESIDENT_CALLS - RESIDENT_CORE + 1);
+  const ready = () => othersDone() || ctx.lifetime.spare() || ctx.lifetime.progress() >= share * 0.9;
   while (!ready()) await sleep(50);
 }
 
@@ -104,6 +99,7 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.underWay();
     await step.run(model, seq);
+    if (k === RESIDENT_CORE - 1) ctx.lifetime.coreDone();
     ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
     if (ctx.session.toolsListChanged !== listChanged) {
       listChanged = ctx.session.toolsListChanged;
@@ -143,7 +139,6 @@ export const residentScenario: Scenario = {
       RESIDENT_CHECKS.smuggled,
       everyExecTool.id,
     ],
-    minLifeMs: RESIDENT_MIN_LIFE_MS,
   },
   // It lasts as long as the run (whose own timeout bounds it).
   timeoutMs: () => Number.MAX_SAFE_INTEGER,

@@ -127,7 +127,7 @@ describe('runSuite over an in-process server', () => {
       const at: Record<string, number> = {};
       const started = Date.now();
       const resident = scenario('resident', [], async () => pass(), {
-        resident: { charges: [charged.id], minLifeMs: 0 },
+        resident: { charges: [charged.id] },
         run: async (ctx) => {
           if (residentSaysAfterMs !== undefined) {
             await sleep(residentSaysAfterMs);
@@ -152,6 +152,33 @@ describe('runSuite over an in-process server', () => {
     const silent = await timeline(undefined);
     expect(silent.other).toBeGreaterThanOrEqual(900);
     expect(silent.other).toBeLessThan(5_000);
+  });
+
+  test('once the others are done, a resident is not cut before its core calls; after them it gets a short grace', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const charged = check('t/charged');
+    const at: Record<string, number> = {};
+    const resident = scenario('resident', [], async () => pass(), {
+      resident: { charges: [charged.id] },
+      run: async (ctx) => {
+        ctx.lifetime.underWay();
+        await ctx.lifetime.othersDone;
+        await sleep(2_500); // longer than the grace: slow core calls on a loaded machine
+        at.core = Date.now();
+        ctx.lifetime.coreDone();
+        await sleep(10_000); // the rest, cut by the grace
+        at.rest = Date.now();
+        return new Map();
+      },
+    });
+    const report = await runSuite(plan({}, { scenarioTimeoutMs: 30_000 }), [scenario('other', [charged], async () => pass()), resident]);
+    const ended = Date.now();
+    expect(byId(report.results)['t/charged']).toMatchObject({ status: 'pass' });
+    expect(at.core).toBeDefined();
+    expect(at.rest).toBeUndefined();
+    // The grace (2 s), not the resident's 10 s: a margin for a loaded machine.
+    expect(ended - at.core!).toBeGreaterThanOrEqual(1_900);
+    expect(ended - at.core!).toBeLessThan(8_000);
   });
 
   test('needs: a real Codex and a session adapter are known before anything starts; a missing exec tool once the server answers', async () => {
