@@ -44,6 +44,14 @@ export const resourceScenario: Scenario = {
   run: async (ctx) => {
     const timeout = ctx.options.callTimeoutMs;
     const listed = await ctx.session.list('resources/list', undefined, timeout);
+    // No answer is not "no resources": what the checks need could not be asked.
+    if (listed.kind === 'timeout' || listed.kind === 'closed') {
+      const why: Verdict = { status: 'error', message: `resources/list got no answer: ${JSON.stringify(summarizeOutcome(listed))}` };
+      return new Map([
+        [readWithoutSandboxKeys.id, why],
+        [readWithCallerMeta.id, why],
+      ]);
+    }
     const resources = listed.kind === 'result' && isObject(listed.result) && Array.isArray(listed.result.resources) ? listed.result.resources : [];
     const first = resources.find((r): r is Record<string, unknown> => isObject(r) && typeof r.uri === 'string');
     if (!first) {

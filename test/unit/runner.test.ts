@@ -453,6 +453,15 @@ describe('runSuite over an in-process server', () => {
       expect(explored.transcript.filter((e) => e.dir === 'note' && /^isolated run \d+/.test(e.text))).toHaveLength(2);
     }, 30_000);
 
+    test('resources/list never answered: the resource checks are errors, not "no resources"', async () => {
+      const report = await runSuite(
+        realPlan({ silentOn: ['resources/list'] }, only('resources/read-without-sandbox-keys', 'resources/read-with-caller-meta')),
+        allScenarios,
+      );
+      for (const result of report.results)
+        expect(result, result.id).toMatchObject({ status: 'error', message: expect.stringContaining('resources/list got no answer') });
+    });
+
     test('a rejected adapter call: nothing that runs commands starts again', async () => {
       const select = only(CONTROL_CHECK, 'launcher/absent-fails-closed', 'aliases/current-key-only', 'authority/state-follows-call');
       const p = realPlan({ onCall: () => ({ error: { code: -32602, message: 'Invalid params: command must be a string' } }) }, select);
