@@ -144,6 +144,12 @@ export class ScenarioRun {
     this.suite.residentUnderWay();
   }
 
+  /** The crash of this transport's resident, when it charges `checkId` (verdict.ts, step 6). */
+  private residentCrashFor(checkId: string): string | undefined {
+    const crashed = this.suite.residentCrashes.get(this.job.transport);
+    return crashed?.charges.has(checkId) ? crashed.crash : undefined;
+  }
+
   /** Ends its budget at most `ms` from now (a resident once the others are done). */
   capDeadline(ms: number): void {
     this.moveDeadline((deadline) => Math.min(deadline, Date.now() + ms));
@@ -298,6 +304,9 @@ export class ScenarioRun {
       this.end.undecided = couldNotRun(`target failed to start: ${error.message}`);
     } else {
       this.end.undecided = { status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` };
+      // A resident decides no check of its own: what it would have shown is missing from the checks it charges.
+      const { resident } = this.scenario;
+      if (resident) this.suite.residentCrashes.set(this.job.transport, { charges: new Set(resident.charges), crash: this.end.undecided.message });
     }
   }
 
@@ -357,6 +366,7 @@ export class ScenarioRun {
         end: this.end,
         findings: findingsOf(check.id),
         elicitationElsewhere: this.suite.refusedAfterElicitation.get(job.transport),
+        residentCrash: this.residentCrashFor(check.id),
       });
       return resultOf(this.withoutDeadEndHint(check, verdict), {
         id: check.id,

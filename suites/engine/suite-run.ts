@@ -44,6 +44,8 @@ export class SuiteRun {
   onServerKnown: () => void = () => undefined;
   /** Per transport, the first call that should have run and was refused after a declined or cancelled elicitation (verdict.ts, step 5). */
   readonly refusedAfterElicitation = new Map<Transport, string>();
+  /** Per transport, a resident that crashed: the checks it charges, and the crash in words (verdict.ts, step 6). */
+  readonly residentCrashes = new Map<Transport, { charges: Set<string>; crash: string }>();
   /** Set when the run's own timeout expired. */
   runExpired?: string;
   /** The first exec adapter and server identity a connection resolved, for the report header. */

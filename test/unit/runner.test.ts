@@ -80,7 +80,16 @@ describe('decideVerdict: one function, one documented order', () => {
     });
   });
 
-  test("6: the monitor's findings win over a pass, a skip and an error; a failure keeps its message and gains the others' findings", () => {
+  test('6: a crashed resident that charges the check makes a pass an error naming the crash; other verdicts stand, and findings still win', () => {
+    const crash = 'scenario crashed: TypeError: boom';
+    const withCrash = (early: Verdict, findings: Finding[] = []) => decideVerdict({ check: c, scenario: 's', early, end: {}, findings, residentCrash: crash });
+    expect(withCrash(pass())).toMatchObject({ status: 'error', message: expect.stringContaining(crash) });
+    expect(withCrash(fail('x'))).toEqual(fail('x'));
+    expect(withCrash(notApplicable('n/a'))).toMatchObject({ status: 'skip', reason: 'not-applicable' });
+    expect(withCrash(pass(), [finding(c, 's', 'call #1 ran outside any launch')])).toMatchObject({ status: 'fail' });
+  });
+
+  test("7: the monitor's findings win over a pass, a skip and an error; a failure keeps its message and gains the others' findings", () => {
     const own = finding(c, 's', 'call #1 ran outside any launch');
     const elsewhere = finding(c, 'other', 'other call #2 ran outside any launch', 2);
     for (const early of [pass(), notApplicable('n/a'), couldNotRun('x')]) {
@@ -119,6 +128,31 @@ describe('runSuite over an in-process server', () => {
   });
   const byId = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r]));
   const probe = async (ctx: ScenarioContext) => (await ctx.execProbe(ctx.codexEntries())).outcome;
+
+  test('a resident that crashes: the checks it charges that passed are errors naming the crash, never a silent pass', async () => {
+    const charged = check('t/charged');
+    const other = check('t/other');
+    const resident = scenario('resident', [], async () => pass(), {
+      resident: { charges: [charged.id] },
+      run: async (ctx) => {
+        ctx.lifetime.underWay();
+        throw new Error('a bug of ours');
+      },
+    });
+    const report = await runSuite(plan({}), [
+      scenario('both', [charged, other], async () => pass(), {
+        run: async () =>
+          new Map([
+            [charged.id, pass()],
+            [other.id, pass()],
+          ]),
+      }),
+      resident,
+    ]);
+    const results = byId(report.results);
+    expect(results['t/charged']).toMatchObject({ status: 'error', message: expect.stringContaining('a bug of ours') });
+    expect(results['t/other']).toMatchObject({ status: 'pass' });
+  });
 
   test("the residents' head start: the others start once the resident sends its first call, or at most 1 s after it started", async () => {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
