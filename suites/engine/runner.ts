@@ -17,7 +17,7 @@ const RESIDENT_HEAD_START_MS = 1_000;
 
 /** How long a resident may go on once every other scenario is done and it made its core calls. */
 const RESIDENT_GRACE_MS = 2_000;
-/** How long a resident that has not made its core calls may go on once every other scenario is done. */
+/** How long a resident that has not made its core calls may go on without progress once every other scenario is done. */
 const RESIDENT_CORE_WAIT_MS = 20_000;
 
 /**
@@ -106,14 +106,15 @@ async function takeTurns(suite: SuiteRun, task: Job[], start: (job: Job) => Prom
 
 /**
  * Once the others are done, a resident that made its core calls gets a short grace (its last few
- * calls); one that has not yet gets longer, so that a loaded machine's slow calls do not cut
- * the calls a defect on a count or a timer needs, and a server that hangs still ends the run.
+ * calls); one that has not goes on while its calls are answered (at most RESIDENT_CORE_WAIT_MS
+ * between two), so that slow calls never cut the calls a defect on a count or a timer needs, and a
+ * server that stops answering still ends the run (the checks the resident charges then say so).
  */
 async function capResident(suite: SuiteRun, run: ScenarioRun | undefined): Promise<void> {
   if (!run) return;
   await suite.lifetime.othersDone;
   if (!run.madeCore) {
-    run.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_CORE_WAIT_MS));
+    run.untilCore(Math.min(suite.scenarioTimeoutMs, RESIDENT_CORE_WAIT_MS));
     await run.core;
   }
   run.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_GRACE_MS));

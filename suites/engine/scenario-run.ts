@@ -137,6 +137,20 @@ export class ScenarioRun {
     this.coreResolve();
   }
 
+  /** Until its core calls are made, a resident may go on `ms` past its latest progress (untilCore). */
+  private coreWindowMs?: number;
+
+  /** Once the others are done: cut a resident that makes no progress for `ms` before its core calls are made. */
+  untilCore(ms: number): void {
+    this.coreWindowMs = ms;
+    this.capDeadline(ms);
+  }
+
+  /** The scenario noted progress (a call answered): a resident still on its core gets its window again. */
+  noteProgress(): void {
+    if (this.coreWindowMs !== undefined && !this.madeCore) this.moveDeadline(() => Date.now() + this.coreWindowMs!);
+  }
+
   /** A resident's first call goes out, or it has none to make: once only (SuiteRun.residentUnderWay). */
   underWay(): void {
     if (this.saidUnderWay) return;
@@ -144,10 +158,10 @@ export class ScenarioRun {
     this.suite.residentUnderWay();
   }
 
-  /** The crash of this transport's resident, when it charges `checkId` (verdict.ts, step 6). */
-  private residentCrashFor(checkId: string): string | undefined {
-    const crashed = this.suite.residentCrashes.get(this.job.transport);
-    return crashed?.charges.has(checkId) ? crashed.crash : undefined;
+  /** Why this transport's resident did not finish, when it charges `checkId` (verdict.ts, step 6). */
+  private residentUnfinishedFor(checkId: string): string | undefined {
+    const unfinished = this.suite.residentsUnfinished.get(this.job.transport);
+    return unfinished?.charges.has(checkId) ? unfinished.why : undefined;
   }
 
   /** Ends its budget at most `ms` from now (a resident once the others are done). */
@@ -305,13 +319,20 @@ export class ScenarioRun {
     } else {
       this.end.undecided = { status: 'error', message: `scenario crashed: ${(error as Error).stack ?? String(error)}` };
       // A resident decides no check of its own: what it would have shown is missing from the checks it charges.
-      const { resident } = this.scenario;
-      if (resident) this.suite.residentCrashes.set(this.job.transport, { charges: new Set(resident.charges), crash: this.end.undecided.message });
+      this.unfinished(this.end.undecided.message, true);
     }
   }
 
   /** Given up on: the scenario's own verdicts (if it reaches any) come too late to count. */
+  /** A resident that crashed (`always`), or did not make its core calls: what they would have shown is missing from the checks it charges. */
+  private unfinished(why: string, always = false): void {
+    const { resident } = this.scenario;
+    if (resident && (always || !this.madeCore)) this.suite.residentsUnfinished.set(this.job.transport, { charges: new Set(resident.charges), why });
+  }
+
   private givenUp(reason: string, timedOut: boolean): void {
+    // A resident cut short before its core: a server slow enough on a long-lived process would otherwise hide what those calls show.
+    this.unfinished(`its core calls did not finish: ${reason}`);
     const hint: Hint | undefined = timedOut ? 'scenario-timeout' : reason === this.suite.runExpired ? 'run-timeout' : undefined;
     const verdict: Verdict = { status: 'error', message: reason, ...(hint ? { hint } : {}) };
     const neverStarted = reason.startsWith('target failed to start') && !this.startedHere;
@@ -366,7 +387,7 @@ export class ScenarioRun {
         end: this.end,
         findings: findingsOf(check.id),
         elicitationElsewhere: this.suite.refusedAfterElicitation.get(job.transport),
-        residentCrash: this.residentCrashFor(check.id),
+        residentUnfinished: this.residentUnfinishedFor(check.id),
       });
       return resultOf(this.withoutDeadEndHint(check, verdict), {
         id: check.id,

@@ -156,7 +156,10 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     sessionAdapter: sessionAllowed(plan) ? plan.session : undefined,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),
-    progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),
+    progress: (note) => {
+      run.noteProgress();
+      suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note });
+    },
     idle: (ms) => run.idle(ms),
     lifetime: { ...suite.lifetime, underWay: () => run.underWay(), coreDone: () => run.coreMade() },
     ...callSurface(main),

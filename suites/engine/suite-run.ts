@@ -44,8 +44,8 @@ export class SuiteRun {
   onServerKnown: () => void = () => undefined;
   /** Per transport, the first call that should have run and was refused after a declined or cancelled elicitation (verdict.ts, step 5). */
   readonly refusedAfterElicitation = new Map<Transport, string>();
-  /** Per transport, a resident that crashed: the checks it charges, and the crash in words (verdict.ts, step 6). */
-  readonly residentCrashes = new Map<Transport, { charges: Set<string>; crash: string }>();
+  /** Per transport, a resident that crashed or was cut before its core calls: the checks it charges, and why in words (verdict.ts, step 6). */
+  readonly residentsUnfinished = new Map<Transport, { charges: Set<string>; why: string }>();
   /** Set when the run's own timeout expired. */
   runExpired?: string;
   /** The first exec adapter and server identity a connection resolved, for the report header. */

@@ -25,8 +25,9 @@ import { couldNotRun, fail, type CheckDef, type Finding, type Verdict } from './
  *     needs the exec tool could not run, naming the elicitation: when its own job saw such a
  *     refusal, whatever it passed, failed or could not run for; when the refusal was in another job
  *     of its transport (the control, typically), if it could not run because another check could not.
- *  6. The resident server of the check's transport crashed (a bug of ours, never a pass): its calls
- *     were made for the checks it charges, so a pass of one of them is an error naming the crash.
+ *  6. The resident server of the check's transport crashed (a bug of ours), or was cut short before
+ *     its core calls (a server that slowed down on a long-lived process): its calls were made for
+ *     the checks it charges, so a pass of one of them is an error saying why, never a pass.
  *  7. The sandbox monitor's findings charged to the check, from any scenario: a violation whatever
  *     came before. A pass, skip or error becomes a failure led by the first finding; a failure
  *     keeps its own message and gains the findings made in other scenarios.
@@ -43,8 +44,11 @@ export function decideVerdict(inputs: CheckInputs): Verdict {
   if (end.givenUp) verdict = verdict === undefined ? end.givenUp.undecided : verdict.status === 'skip' ? verdict : end.givenUp.verdict;
   verdict ??= end.undecided ?? { status: 'error', message: `scenario ${scenario} reached no verdict for ${check.id}` };
   verdict = unconfirmed(verdict, inputs);
-  if (inputs.residentCrash && verdict.status === 'pass')
-    verdict = { status: 'error', message: `the resident server's calls for this check did not finish, so it is not judged in full (${inputs.residentCrash})` };
+  if (inputs.residentUnfinished && verdict.status === 'pass')
+    verdict = {
+      status: 'error',
+      message: `the resident server's calls for this check did not finish, so it is not judged in full (${inputs.residentUnfinished})`,
+    };
   return findings.length === 0 ? verdict : withFindings(verdict, scenario, findings);
 }
 
@@ -71,8 +75,8 @@ export interface CheckInputs {
   findings: Finding[];
   /** The first refusal after a declined or cancelled elicitation in any job of this transport, in words (step 5). */
   elicitationElsewhere?: string;
-  /** The crash of the resident of this transport, when it charges this check (step 6). */
-  residentCrash?: string;
+  /** Why the resident of this transport did not finish its core calls, when it charges this check (step 6). */
+  residentUnfinished?: string;
 }
 
 /** How a scenario job ended, for all of its checks. */

@@ -82,7 +82,8 @@ describe('decideVerdict: one function, one documented order', () => {
 
   test('6: a crashed resident that charges the check makes a pass an error naming the crash; other verdicts stand, and findings still win', () => {
     const crash = 'scenario crashed: TypeError: boom';
-    const withCrash = (early: Verdict, findings: Finding[] = []) => decideVerdict({ check: c, scenario: 's', early, end: {}, findings, residentCrash: crash });
+    const withCrash = (early: Verdict, findings: Finding[] = []) =>
+      decideVerdict({ check: c, scenario: 's', early, end: {}, findings, residentUnfinished: crash });
     expect(withCrash(pass())).toMatchObject({ status: 'error', message: expect.stringContaining(crash) });
     expect(withCrash(fail('x'))).toEqual(fail('x'));
     expect(withCrash(notApplicable('n/a'))).toMatchObject({ status: 'skip', reason: 'not-applicable' });
@@ -152,6 +153,36 @@ describe('runSuite over an in-process server', () => {
     const results = byId(report.results);
     expect(results['t/charged']).toMatchObject({ status: 'error', message: expect.stringContaining('a bug of ours') });
     expect(results['t/other']).toMatchObject({ status: 'pass' });
+  });
+
+  test('before its core calls a resident goes on while it makes progress; one that stops is cut, and the checks it charges are errors', async () => {
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const charged = check('t/charged');
+    const run = async (progressing: boolean) => {
+      const at: Record<string, number> = {};
+      const resident = scenario('resident', [], async () => pass(), {
+        resident: { charges: [charged.id] },
+        run: async (ctx) => {
+          ctx.lifetime.underWay();
+          await ctx.lifetime.othersDone;
+          // Slow answers, each within the window (the scenario timeout here, 1.5 s), for 3 s in all; or none.
+          for (let k = 0; k < 6; k++) {
+            await sleep(500);
+            if (progressing) ctx.progress(`call ${k}`);
+          }
+          at.core = Date.now();
+          ctx.lifetime.coreDone();
+          return new Map();
+        },
+      });
+      const report = await runSuite(plan({}, { scenarioTimeoutMs: 1_500 }), [scenario('other', [charged], async () => pass()), resident]);
+      return { at, charged: byId(report.results)['t/charged']! };
+    };
+    const steady = await run(true);
+    expect(steady.at.core).toBeDefined();
+    expect(steady.charged).toMatchObject({ status: 'pass' });
+    const stalled = await run(false);
+    expect(stalled.charged).toMatchObject({ status: 'error', message: expect.stringContaining('its core calls did not finish') });
   });
 
   test("the residents' head start: the others start once the resident sends its first call, or at most 1 s after it started", async () => {
