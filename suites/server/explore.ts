@@ -163,7 +163,7 @@ export interface Sequence {
   kit?: Promise<CommandKit>;
   /** Stop after the first step whose calls broke a MUST rule (exploration; the resident server and the soak go on). */
   stopWhenBroken?: boolean;
-  /** The server's other exec tools: exploration gives them a share of its valid single calls (toolFor); none for the resident and the soak. */
+  /** The server's other exec tools: exploration and the soak give them a share of their valid single calls (toolFor); the resident drives each after its core calls. */
   extraTools: readonly ExecAdapter[];
   /** The numbers of the calls sent to them. */
   extraCalls: Set<number>;

@@ -99,7 +99,11 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.underWay();
     await step.run(model, seq);
-    if (k === RESIDENT_CORE - 1) ctx.lifetime.coreDone();
+    if (k === RESIDENT_CORE - 1) {
+      // Over 30 calls and 5 s into the server's life: its other exec tools too (a count or a timer may cover them all).
+      for (const adapter of ctx.execTools) await driveExecTool(ctx, adapter, everyExecTool.id, false);
+      ctx.lifetime.coreDone();
+    }
     ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
     if (ctx.session.toolsListChanged !== listChanged) {
       listChanged = ctx.session.toolsListChanged;
@@ -182,6 +186,8 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   const run = await ctx.isolated(
     async (sub) => {
       const seq: Sequence = await newSequence(ctx, sub, allSoak);
+      // The other exec tools get a share of its valid calls, as in exploration.
+      seq.extraTools = sub.execTools;
       const deadline = Date.now() + totalMs;
       const idleUntilDeadline = seq.idle;
       // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
