@@ -109,13 +109,13 @@ export const CODEX_HTTP_HEADERS: Readonly<Record<string, string>> = {
   accept: 'text/event-stream, application/json',
 };
 
-/** A URL's userinfo as an `Authorization: Basic` header, and the URL without it (fetch refuses URLs with credentials). */
 /** fetch's failure when the server closed the connection under a request (undici's SocketError "other side closed"). */
 function closedUnderUs(error: unknown): boolean {
   const cause = error instanceof TypeError ? (error.cause as { code?: unknown } | undefined) : undefined;
   return cause?.code === 'UND_ERR_SOCKET';
 }
 
+/** A URL's userinfo as an `Authorization: Basic` header, and the URL without it (fetch refuses URLs with credentials). */
 export function splitCredentials(text: string): { url: URL; authorization?: string } {
   const url = new URL(text);
   if (url.username === '' && url.password === '') return { url };

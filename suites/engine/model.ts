@@ -501,9 +501,7 @@ export interface ScenarioBase {
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
    * `charges` is selected.
    */
-  resident?: {
-    charges: string[];
-  };
+  resident?: { charges: string[] };
 }
 
 /** A scenario of server mode: the runner starts the server and hands the scenario the connection. */
@@ -595,7 +593,6 @@ export function resultOf(verdict: Verdict, base: Pick<CheckResult, 'id' | 'rule'
   }
 }
 
-/** A scenario that decides exactly one check: most scenarios are. */
 /**
  * `scenario` on its transport's shared server, its calls in turn with the other such scenarios'
  * (ScenarioBase.shares); `last` for one that also sends calls without valid authority (lastTurn).
@@ -606,6 +603,7 @@ export const takingTurns = (scenario: Scenario, turn: { last?: boolean } = {}): 
   ...(turn.last ? { lastTurn: true } : {}),
 });
 
+/** A scenario that decides exactly one check: most scenarios are. */
 export function singleCheckScenario(check: CheckDef, judge: (ctx: ScenarioContext) => Promise<Verdict>, transports: Transport[] = ['stdio']): Scenario {
   return {
     id: check.id,

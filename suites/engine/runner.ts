@@ -56,9 +56,9 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     // its first call) is the run's longest path, and behind a wave of start-ups an SDK server's HTTP
     // resident made its first call 3.4 s in. Once the others are done, a resident gets a short
     // grace (its last few calls, on a server that answers) after its core calls (capResident).
-    suite.residentsExpected(residents.length);
     const residentRuns = Promise.all(residents.map((job, k) => start(job, queue.length + k).finally(() => runs.get(job)?.underWay())));
-    const headStart = Promise.race([suite.residentsUnderWay, new Promise((resolve) => setTimeout(resolve, RESIDENT_HEAD_START_MS))]);
+    const calling = Promise.all(residents.map((job) => runs.get(job)!.calling));
+    const headStart = Promise.race([calling, new Promise((resolve) => setTimeout(resolve, RESIDENT_HEAD_START_MS))]);
     const others = headStart
       .then(() => suite.pool!.run(tasks.map((task) => () => takeTurns(suite, task, (job) => start(job, queue.indexOf(job))))))
       .finally(() => {

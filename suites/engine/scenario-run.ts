@@ -57,7 +57,6 @@ export class ScenarioRun {
   private idlers = 0;
   /** Whether it holds an acting slot (JobPool), and whether it lent it for a wait. */
   private acting = false;
-  private saidUnderWay = false;
   private lent = false;
 
   constructor(
@@ -126,11 +125,19 @@ export class ScenarioRun {
     if (waited >= 100) this.moveDeadline((deadline) => deadline + waited);
   }
 
-  madeCore = false;
-  // Before `core`: a field declared after it would be initialized after its executor ran, and undo it.
+  // ---- a resident's life (Scenario.resident; runner.ts: head start, capResident) ----
+  // The resolvers before their promises: a field declared after one would be initialized after its executor ran, and undo it.
+  private callingResolve: () => void = () => undefined;
   private coreResolve: () => void = () => undefined;
+  /** Resolves once a resident's first call goes out, or it has none to make, or it ended (Lifetime.underWay). */
+  readonly calling: Promise<void> = new Promise((resolve) => (this.callingResolve = resolve));
   /** Resolves once a resident made its core calls (Lifetime.coreDone): until then the others' end does not cut it short. */
   readonly core: Promise<void> = new Promise((resolve) => (this.coreResolve = resolve));
+  madeCore = false;
+
+  underWay(): void {
+    this.callingResolve();
+  }
 
   coreMade(): void {
     this.madeCore = true;
@@ -149,13 +156,6 @@ export class ScenarioRun {
   /** The scenario noted progress (a call answered): a resident still on its core gets its window again. */
   noteProgress(): void {
     if (this.coreWindowMs !== undefined && !this.madeCore) this.moveDeadline(() => Date.now() + this.coreWindowMs!);
-  }
-
-  /** A resident's first call goes out, or it has none to make: once only (SuiteRun.residentUnderWay). */
-  underWay(): void {
-    if (this.saidUnderWay) return;
-    this.saidUnderWay = true;
-    this.suite.residentUnderWay();
   }
 
   /** Why this transport's resident did not finish, when it charges `checkId` (verdict.ts, step 6). */
@@ -323,13 +323,13 @@ export class ScenarioRun {
     }
   }
 
-  /** Given up on: the scenario's own verdicts (if it reaches any) come too late to count. */
   /** A resident that crashed (`always`), or did not make its core calls: what they would have shown is missing from the checks it charges. */
   private unfinished(why: string, always = false): void {
     const { resident } = this.scenario;
     if (resident && (always || !this.madeCore)) this.suite.residentsUnfinished.set(this.job.transport, { charges: new Set(resident.charges), why });
   }
 
+  /** Given up on: the scenario's own verdicts (if it reaches any) come too late to count. */
   private givenUp(reason: string, timedOut: boolean): void {
     // A resident cut short before its core: a server slow enough on a long-lived process would otherwise hide what those calls show.
     this.unfinished(`its core calls did not finish: ${reason}`);

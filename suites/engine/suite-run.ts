@@ -65,18 +65,11 @@ export class SuiteRun {
   /** The job slots, once the jobs run: a job that only waits lends its slot (ScenarioRun.idle). */
   pool?: JobPool;
   private othersFinished!: () => void;
-  private residentsWaited = 0;
-  private residentsStarted!: () => void;
-  /** Resolves once every resident sent its first call or ended (residentsExpected, ScenarioRun.underWay). */
-  readonly residentsUnderWay = new Promise<void>((resolve) => (this.residentsStarted = resolve));
-  /** What a resident scenario knows of the others: when they are all done, and how far they got. */
-  readonly lifetime: Lifetime = {
+  /** What a resident scenario knows of the others: when they are all done, and how far they got (what it says of itself: ScenarioRun). */
+  readonly lifetime: Pick<Lifetime, 'othersDone' | 'progress' | 'spare'> = {
     othersDone: new Promise<void>((resolve) => (this.othersFinished = resolve)),
     progress: () => (this.total === 0 ? 1 : this.done / this.total),
     spare: () => this.pool?.spare ?? false,
-    // Each resident says these for itself (ScenarioRun).
-    underWay: () => undefined,
-    coreDone: () => undefined,
   };
 
   constructor(
@@ -107,17 +100,6 @@ export class SuiteRun {
     const control = this.control.known?.blocker;
     if (!control || !check.needs.includes('exec') || (transport ?? 'stdio') !== 'stdio') return undefined;
     return ownCallForms && !(control.status === 'skip' && control.hint === 'exec-adapter') ? undefined : control;
-  }
-
-  /** One more resident sent its first call, or ended (ScenarioRun.underWay). */
-  residentUnderWay(): void {
-    if (--this.residentsWaited <= 0) this.residentsStarted();
-  }
-
-  /** How many residents the others give a head start to (each says ScenarioRun.underWay once). */
-  residentsExpected(count: number): void {
-    this.residentsWaited = count;
-    if (count === 0) this.residentsStarted();
   }
 
   /** Every scenario but the residents has finished. */

@@ -129,16 +129,23 @@ describe('runSuite over an in-process server', () => {
   });
   const byId = (results: CheckResult[]) => Object.fromEntries(results.map((r) => [r.id, r]));
   const probe = async (ctx: ScenarioContext) => (await ctx.execProbe(ctx.codexEntries())).outcome;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** A resident scenario charging `charged`, living as `life` says. */
+  const residentCharging = (charged: CheckDef, life: (ctx: ScenarioContext) => Promise<void>): Scenario =>
+    scenario('resident', [], async () => pass(), {
+      resident: { charges: [charged.id] },
+      run: async (ctx) => {
+        await life(ctx);
+        return new Map();
+      },
+    });
 
   test('a resident that crashes: the checks it charges that passed are errors naming the crash, never a silent pass', async () => {
     const charged = check('t/charged');
     const other = check('t/other');
-    const resident = scenario('resident', [], async () => pass(), {
-      resident: { charges: [charged.id] },
-      run: async (ctx) => {
-        ctx.lifetime.underWay();
-        throw new Error('a bug of ours');
-      },
+    const resident = residentCharging(charged, async (ctx) => {
+      ctx.lifetime.underWay();
+      throw new Error('a bug of ours');
     });
     const report = await runSuite(plan({}), [
       scenario('both', [charged, other], async () => pass(), {
@@ -156,24 +163,19 @@ describe('runSuite over an in-process server', () => {
   });
 
   test('before its core calls a resident goes on while it makes progress; one that stops is cut, and the checks it charges are errors', async () => {
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const charged = check('t/charged');
     const run = async (progressing: boolean) => {
       const at: Record<string, number> = {};
-      const resident = scenario('resident', [], async () => pass(), {
-        resident: { charges: [charged.id] },
-        run: async (ctx) => {
-          ctx.lifetime.underWay();
-          await ctx.lifetime.othersDone;
-          // Slow answers, each within the window (the scenario timeout here, 1.5 s), for 3 s in all; or none.
-          for (let k = 0; k < 6; k++) {
-            await sleep(500);
-            if (progressing) ctx.progress(`call ${k}`);
-          }
-          at.core = Date.now();
-          ctx.lifetime.coreDone();
-          return new Map();
-        },
+      const resident = residentCharging(charged, async (ctx) => {
+        ctx.lifetime.underWay();
+        await ctx.lifetime.othersDone;
+        // Slow answers, each within the window (the scenario timeout here, 1.5 s), for 3 s in all; or none.
+        for (let k = 0; k < 6; k++) {
+          await sleep(500);
+          if (progressing) ctx.progress(`call ${k}`);
+        }
+        at.core = Date.now();
+        ctx.lifetime.coreDone();
       });
       const report = await runSuite(plan({}, { scenarioTimeoutMs: 1_500 }), [scenario('other', [charged], async () => pass()), resident]);
       return { at, charged: byId(report.results)['t/charged']! };
@@ -186,22 +188,17 @@ describe('runSuite over an in-process server', () => {
   });
 
   test("the residents' head start: the others start once the resident sends its first call, or at most 1 s after it started", async () => {
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const charged = check('t/charged');
     const timeline = async (residentSaysAfterMs: number | undefined) => {
       const at: Record<string, number> = {};
       const started = Date.now();
-      const resident = scenario('resident', [], async () => pass(), {
-        resident: { charges: [charged.id] },
-        run: async (ctx) => {
-          if (residentSaysAfterMs !== undefined) {
-            await sleep(residentSaysAfterMs);
-            at.underWay = Date.now() - started;
-            ctx.lifetime.underWay();
-          }
-          await ctx.lifetime.othersDone;
-          return new Map();
-        },
+      const resident = residentCharging(charged, async (ctx) => {
+        if (residentSaysAfterMs !== undefined) {
+          await sleep(residentSaysAfterMs);
+          at.underWay = Date.now() - started;
+          ctx.lifetime.underWay();
+        }
+        await ctx.lifetime.othersDone;
       });
       const other = scenario('other', [charged], async () => {
         at.other = Date.now() - started;
@@ -220,21 +217,16 @@ describe('runSuite over an in-process server', () => {
   });
 
   test('once the others are done, a resident is not cut before its core calls; after them it gets a short grace', async () => {
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const charged = check('t/charged');
     const at: Record<string, number> = {};
-    const resident = scenario('resident', [], async () => pass(), {
-      resident: { charges: [charged.id] },
-      run: async (ctx) => {
-        ctx.lifetime.underWay();
-        await ctx.lifetime.othersDone;
-        await sleep(2_500); // longer than the grace: slow core calls on a loaded machine
-        at.core = Date.now();
-        ctx.lifetime.coreDone();
-        await sleep(10_000); // the rest, cut by the grace
-        at.rest = Date.now();
-        return new Map();
-      },
+    const resident = residentCharging(charged, async (ctx) => {
+      ctx.lifetime.underWay();
+      await ctx.lifetime.othersDone;
+      await sleep(2_500); // longer than the grace: slow core calls on a loaded machine
+      at.core = Date.now();
+      ctx.lifetime.coreDone();
+      await sleep(10_000); // the rest, cut by the grace
+      at.rest = Date.now();
     });
     const report = await runSuite(plan({}, { scenarioTimeoutMs: 30_000 }), [scenario('other', [charged], async () => pass()), resident]);
     const ended = Date.now();
