@@ -211,6 +211,8 @@ export interface ToolAccount {
   annotated?: boolean;
   /** Listed only later on a long-lived server: when (e.g. "after notifications/tools/list_changed"). */
   late?: string;
+  /** The shapes of the arguments its calls are sent (argumentsShape), set only where they say more than its template. */
+  shapes?: unknown[];
 }
 
 /** Every exec tool of a server: the primary (the fixed checks'), the others, and an account of every listed tool. */
@@ -410,7 +412,69 @@ function withScript(template: unknown, script: string): unknown {
   return template;
 }
 
-/** The exec tool's arguments for a command: the argv, or for a shell-string tool the script when one is given. */
-export function renderCommand(template: unknown, argv: string[], script: string | undefined, vars: Record<string, string>): unknown {
-  return renderArguments(script !== undefined && usesShellString(template) ? withScript(template, script) : template, argv, vars);
+// ---- the one place a tool call's arguments are built ----
+
+/** A tool and its arguments template: an exec adapter, or a session adapter's open or send. */
+export interface ToolTemplate {
+  tool: string;
+  arguments: unknown;
+}
+
+/**
+ * The command a call asks a tool to run: an argv (for a shell-string tool it is shell-quoted), and
+ * for a shell-string tool optionally a script sent as it is (the command grammar's shell forms).
+ */
+export interface ToolCommand {
+  argv: string[];
+  script?: string;
+}
+
+/**
+ * What a call sets besides its command, as a model would choose it (the suites choose: see
+ * suites/engine/tool-calls.ts). The fields are the places for a model's choices: `optional` is
+ * where a working directory, a timeout, booleans, enums, an env map, stdin or a permission request
+ * go, by property name; today every call sends the template's own properties only.
+ */
+export interface ArgumentValues {
+  /** The template's variables: {{cwd}} (the scenario's workspace), {{sessionId}} (a session adapter's send). */
+  vars?: Record<string, string>;
+  /** Optional properties of the tool's schema, set by name (over the template's, never over the command's). */
+  optional?: Readonly<Record<string, unknown>>;
+  /** Properties added to the arguments whatever the schema says (AUTH-1's authority smuggled in them); an object template only. */
+  extra?: Readonly<Record<string, unknown>>;
+}
+
+/** A tool call's arguments, and its command as the server gets it. */
+export interface BuiltArguments {
+  arguments: unknown;
+  /** For an argv tool the argv sent (it must follow `--` exactly when launched directly); undefined for a shell-string tool. */
+  argv?: string[];
+  /** The command as one line: the script, or the argv shell-quoted. */
+  line: string;
+}
+
+/** Whether a template's arguments are an object, so that properties can be set on them (optional values, smuggled ones). */
+export const takesProperties = (template: unknown): boolean => isObject(renderArguments(template, []));
+
+/**
+ * Builds the arguments of a call of `tool` that runs `command`, with `values`: the template's
+ * {{argv}} / {{command}} (the script verbatim, for a shell-string tool given one) and variables
+ * filled, then the chosen optional properties and any extra ones set on an object.
+ */
+export function toolArguments(tool: ToolTemplate, command: ToolCommand, values: ArgumentValues = {}): BuiltArguments {
+  const shellString = usesShellString(tool.arguments);
+  const template = command.script !== undefined && shellString ? withScript(tool.arguments, command.script) : tool.arguments;
+  const rendered = renderArguments(template, command.argv, values.vars);
+  const added = { ...values.optional, ...values.extra };
+  const args = isObject(rendered) && Object.keys(added).length > 0 ? { ...rendered, ...added } : rendered;
+  const quoted = command.argv.map(shellQuote).join(' ');
+  return { arguments: args, ...(shellString ? {} : { argv: command.argv }), line: shellString ? (command.script ?? quoted) : quoted };
+}
+
+/**
+ * The shape of the arguments a tool is sent with `optional` set: its template, with the optional
+ * properties' values in place. The report header shows it where it differs from the template.
+ */
+export function argumentsShape(tool: ToolTemplate, optional: Readonly<Record<string, unknown>> = {}): unknown {
+  return isObject(tool.arguments) && Object.keys(optional).length > 0 ? { ...tool.arguments, ...optional } : tool.arguments;
 }

@@ -184,7 +184,8 @@ export function toolAccountText(account: ToolAccount, names: readonly string[] =
   const adapter = reportedExec(account.adapter);
   const what = account.role === 'primary' ? 'every check' : 'the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool)';
   const late = account.late ? `, listed later (${account.late})` : '';
-  return `${name}: tested by ${what}${late} with ${JSON.stringify(adapter.arguments)} (${ORIGIN[adapter.source]}${detectionNotes(adapter)})`;
+  const shapes = account.shapes ? `, sent as ${account.shapes.map((shape) => JSON.stringify(redactValue(shape))).join(' or ')}` : '';
+  return `${name}: tested by ${what}${late} with ${JSON.stringify(adapter.arguments)}${shapes} (${ORIGIN[adapter.source]}${detectionNotes(adapter)})`;
 }
 
 /** The tools line of a report header: every listed tool with what the suite did with it (none when the target never started). */

@@ -60,14 +60,14 @@ export function probeRunsOf(observations: Observations, nonce: string) {
 }
 
 /**
- * Waits (up to `waitMs`) until the probe with each nonce has run: a session or a started process
- * runs what it accepted after the call returned.
+ * Waits (up to `waitMs`) until the probe with each nonce has run, and returns what was observed
+ * by then: a session or a started process runs what it accepted after the call returned.
  */
-export async function awaitProbeRuns(ctx: { observe(): Promise<Observations> }, nonces: string[], waitMs = 1500): Promise<void> {
+export async function awaitProbeRuns(ctx: { observe(): Promise<Observations> }, nonces: string[], waitMs = 1500): Promise<Observations> {
   const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
+  for (;;) {
     const observations = await ctx.observe();
-    if (nonces.every((n) => probeRunsOf(observations, n).length > 0)) return;
+    if (nonces.every((n) => probeRunsOf(observations, n).length > 0) || Date.now() >= deadline) return observations;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -435,6 +435,8 @@ export interface CallOptions {
 export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
   /** Another exec tool to call (default: the scenario's exec adapter). */
   adapter?: ExecAdapter;
+  /** Optional properties of the tool set on this call (suites/engine/tool-calls.ts; default: none). */
+  optional?: Readonly<Record<string, unknown>>;
   /** Extra tool arguments (AUTH-1 smuggles authority in them). */
   extraArguments?: Record<string, unknown>;
   /**

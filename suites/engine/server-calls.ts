@@ -1,14 +1,14 @@
 import { chmod } from 'node:fs/promises';
 import { codexSandboxEntries, codexState, type SandboxEntries } from '../../harness/codex-wire.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
-import { renderCommand, usesShellString, type ExecAdapter } from '../../harness/exec-adapter.js';
-import { isObject } from '../../harness/json.js';
-import { shellQuote, type ScenarioObservers } from '../../harness/observers.js';
+import { toolArguments, type ExecAdapter } from '../../harness/exec-adapter.js';
+import type { ScenarioObservers } from '../../harness/observers.js';
 import type { Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import type { CallOptions, Finding, IsolatedContext, MonitoredCall } from './model.js';
 import { authorityOf, monitor } from './monitor.js';
 import { commandText } from './judge.js';
+import { NO_OPTIONAL_VALUES } from './tool-calls.js';
 
 /** What one server of a scenario was asked to do, for the sandbox monitor: its calls, its traps, what it found. */
 export class MonitorLog {
@@ -91,13 +91,14 @@ export function callSurface(site: CallSite): IsolatedContext {
       if (!adapter) throw new Error('execProbe called without an exec adapter');
       const nonce = options.nonce ?? observers.newNonce();
       const command = options.command?.argv ?? observers.probeCommand(nonce);
-      const shellString = usesShellString(adapter.arguments);
-      const rendered = renderCommand(adapter.arguments, command, options.command?.script, { cwd: observers.workspaceDir });
-      const args = isObject(rendered) && options.extraArguments ? { ...rendered, ...options.extraArguments } : rendered;
-      const script = shellString ? (options.command?.script ?? command.map(shellQuote).join(' ')) : undefined;
-      const shown = { form: options.command?.form ?? 'simple', text: commandText(script ?? command.map(shellQuote).join(' '), observers.dir) };
-      const outcome = await monitoredCall(adapter.tool, args, sandbox, { ...options, nonce, argv: shellString ? undefined : command, command: shown });
-      return { nonce, command, arguments: args, outcome, shown };
+      const built = toolArguments(
+        adapter,
+        { argv: command, script: options.command?.script },
+        { vars: { cwd: observers.workspaceDir }, optional: options.optional ?? NO_OPTIONAL_VALUES, extra: options.extraArguments },
+      );
+      const shown = { form: options.command?.form ?? 'simple', text: commandText(built.line, observers.dir) };
+      const outcome = await monitoredCall(adapter.tool, built.arguments, sandbox, { ...options, nonce, argv: built.argv, command: shown });
+      return { nonce, command, arguments: built.arguments, outcome, shown };
     },
   };
 }

@@ -11,6 +11,7 @@ import { sessionAllowed } from './plan.js';
 import type { ScenarioRun } from './scenario-run.js';
 import { callSurface, MonitorLog, type CallSite } from './server-calls.js';
 import { ScenarioServers } from './server-servers.js';
+import { withShapes } from './tool-calls.js';
 
 /** Codex's opt-in test: either state key under `capabilities.experimental`, with an object value. */
 export function sandboxOptIn(initializeResult: Record<string, unknown>): boolean {
@@ -74,7 +75,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
   const exec = 'missing' in adapter ? undefined : adapter;
   run.log.exec = exec;
   run.suite.exec ??= exec;
-  run.suite.tools ??= resolved.accounts;
+  run.suite.tools ??= resolved.accounts.map(withShapes);
   // Needs the target cannot meet (verdict.ts, 1c).
   const unmet = (check: CheckDef): Verdict | undefined => {
     if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '', 'exec-adapter');
@@ -131,7 +132,7 @@ function newExecToolsOf(run: ScenarioRun, connection: Connection): ScenarioConte
     const listed = new Set(run.suite.tools?.map((t) => t.name));
     const added = fresh
       .filter((account) => !listed.has(account.name))
-      .map((account) => ({ ...account, ...(account.adapter ? { role: 'extra' as const } : {}), late: when }));
+      .map((account) => withShapes({ ...account, ...(account.adapter ? { role: 'extra' as const } : {}), late: when }));
     run.suite.tools = [...(run.suite.tools ?? []), ...added];
     return fresh.flatMap((account) => (account.adapter ? [account.adapter] : []));
   };

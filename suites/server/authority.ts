@@ -1,20 +1,21 @@
 import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
-import { readSessionId, renderArguments } from '../../harness/exec-adapter.js';
+import { takesProperties } from '../../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
-import { shellQuote, type Observations } from '../../harness/observers.js';
-import { carriesState, judgeFailClosed, launchesFor, launchOf, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import { awaitProbeRuns, carriesState, judgeFailClosed, launchesFor, launchOf, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
   pass,
   singleCheckScenario,
   type CheckDef,
+  type ProbeOptions,
   type Scenario,
   type ScenarioContext,
   type Verdict,
   takingTurns,
 } from '../engine/model.js';
-import { isObject } from '../../harness/json.js';
+import type { Observations } from '../../harness/observers.js';
+import { openSession, sendToSession } from '../engine/tool-calls.js';
 
 export const argumentsNotAuthority: CheckDef = {
   id: 'authority/arguments-are-not-authority',
@@ -145,26 +146,35 @@ async function judgeRanUnder(
   });
 }
 
+/**
+ * A permissive state and a trap launcher smuggled into a call's arguments under every plausible
+ * name, and the decoy the monitor charges to AUTH-1's check when a launch carries that state (its
+ * sandboxCwd): what the check, exploration and the soak send.
+ */
+export function smuggledAuthority(trap: string, permissive: Record<string, unknown>): Pick<ProbeOptions, 'extraArguments' | 'decoy'> {
+  const launcher = { codexExecutable: trap };
+  return {
+    extraArguments: {
+      codexExecutable: trap,
+      sandboxState: permissive,
+      'codex/sandbox-state': permissive,
+      'codex/sandbox-launcher': launcher,
+      _meta: { 'codex/sandbox-state': permissive, 'codex/sandbox-state-meta': permissive, 'codex/sandbox-launcher': launcher },
+    },
+    decoy: { check: argumentsNotAuthority.id, markers: [JSON.stringify(permissive.sandboxCwd)] },
+  };
+}
+
 /** AUTH-1 on both transports: a permissive state and a trap launcher in the arguments are never used. */
 const argumentsScenario = singleCheckScenario(
   argumentsNotAuthority,
   async (ctx) => {
     const trap = await ctx.plantTrap('launcher-in-arguments');
     const permissive = await variantState(ctx, 'from arguments', 'danger-full-access');
-    const smuggled = {
-      codexExecutable: trap,
-      sandboxState: permissive,
-      'codex/sandbox-state': permissive,
-      'codex/sandbox-launcher': { codexExecutable: trap },
-      _meta: { 'codex/sandbox-state': permissive, 'codex/sandbox-state-meta': permissive, 'codex/sandbox-launcher': { codexExecutable: trap } },
-    };
-    if (!isObject(renderArguments(ctx.exec?.arguments, []))) {
+    if (!takesProperties(ctx.exec?.arguments)) {
       return couldNotRun('the exec arguments template is not an object, so nothing can be smuggled into it');
     }
-    const probe = await ctx.execProbe(ctx.codexEntries(), {
-      extraArguments: smuggled,
-      decoy: { check: argumentsNotAuthority.id, markers: [JSON.stringify(permissive.sandboxCwd)] },
-    });
+    const probe = await ctx.execProbe(ctx.codexEntries(), smuggledAuthority(trap, permissive));
     const observations = await ctx.observe();
     // Over HTTP no launcher is trusted: a trap that fired is this check's finding (the monitor's),
     // anything else that ran is HTTP-1's.
@@ -236,48 +246,25 @@ const sequenceScenario = singleCheckScenario(stateFollowsCall, async (ctx) => {
   return pass();
 });
 
-/** A session runs what it is sent asynchronously: give the probe a moment to leave its record. */
-async function observeProbe(ctx: ScenarioContext, nonce: string, waitMs = 1500): Promise<Observations> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const observations = await ctx.observe();
-    if (probeRan(observations, nonce) || Date.now() > deadline) return observations;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Opens a session under the current authority and sends it commands; see the AUTH-2 session checks. */
 function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
   const scenario = singleCheckScenario(check, async (ctx) => {
     const adapter = ctx.sessionAdapter!;
-    const opened = await ctx.callTool(adapter.open.tool, renderArguments(adapter.open.arguments, [ctx.observers.sessionShellPath]), ctx.codexEntries(), {
-      check: check.id,
-    });
+    const { outcome: opened, id } = await openSession(ctx, adapter, ctx.codexEntries(), { check: check.id });
     if (opened.kind !== 'result' || isRefusal(opened)) {
       const what = `opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`;
       return (await waitForControl(ctx, what)) ?? couldNotRun(what);
     }
-    const id = readSessionId(opened.result, adapter.sessionId);
     if (id === undefined) {
       return couldNotRun(
         `no session id ${adapter.sessionId ? `at "${adapter.sessionId}"` : 'in structuredContent.sessionId or a single text block'} of the open result: ${JSON.stringify(opened.result).slice(0, 300)}`,
       );
     }
-    const send = async (sandbox: SandboxEntries) => {
-      const nonce = ctx.observers.newNonce();
-      const line = ctx.observers.probeCommand(nonce).map(shellQuote).join(' ');
-      const args = renderArguments(adapter.send.arguments, ctx.observers.probeCommand(nonce), { sessionId: id });
-      const outcome = await ctx.callTool(adapter.send.tool, typeof args === 'string' ? line : args, sandbox, {
-        check: check.id,
-        nonce,
-        authorityCheck: check.id,
-      });
-      return { nonce, outcome };
-    };
+    const send = (sandbox: SandboxEntries) => sendToSession(ctx, adapter, id, sandbox, { check: check.id, authorityCheck: check.id });
     // Control: under the same authority, the session runs what it is sent inside a launch of the
     // launcher sent; that launch, found by where the command ran, is the session's.
     const same = await send(ctx.codexEntries());
-    let observations = await observeProbe(ctx, same.nonce);
+    let observations = await awaitProbeRuns(ctx, [same.nonce]);
     const sessionLaunch = launchOf(observations, same.nonce);
     if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
       return couldNotRun(
@@ -292,7 +279,7 @@ function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
     // A server that says no and sends the command to the old session anyway is caught too: the
     // servers stay up a moment after the scenario, and the monitor charges a late run to this check.
     if (isRefusal(changed.outcome)) ctx.lingerAfter(300);
-    observations = await observeProbe(ctx, changed.nonce, isRefusal(changed.outcome) ? 0 : 1500);
+    observations = await awaitProbeRuns(ctx, [changed.nonce], isRefusal(changed.outcome) ? 0 : 1500);
     const runs = probeRunsOf(observations, changed.nonce);
     if (runs.some((run) => run.launchId === sessionLaunch.id)) {
       return fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {

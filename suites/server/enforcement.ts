@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderArguments, usesShellString } from '../../harness/exec-adapter.js';
+import { toolArguments } from '../../harness/exec-adapter.js';
+import { NO_OPTIONAL_VALUES } from '../engine/tool-calls.js';
 import type { RawOutcome } from '../../harness/codex-session.js';
 import type { EnforcementRun } from '../../harness/observers.js';
 import { makeOutsideDir, scratchBaseOutsideTmp } from '../../harness/real-codex.js';
@@ -124,10 +125,8 @@ function reportFromText(outcome: RawOutcome, nonce: string): EnforcementRun | un
 async function runProbe(ctx: ScenarioContext, nonce: string, action: string[]): Promise<EnforcementProbe> {
   if (!ctx.exec) throw new Error('enforcement probe without an exec adapter');
   const command = [await ctx.observers.enforcementProbe(), nonce, ...action];
-  const outcome = await ctx.callTool(ctx.exec.tool, renderArguments(ctx.exec.arguments, command), ctx.codexEntries(), {
-    nonce,
-    argv: usesShellString(ctx.exec.arguments) ? undefined : command,
-  });
+  const built = toolArguments(ctx.exec, { argv: command }, { optional: NO_OPTIONAL_VALUES });
+  const outcome = await ctx.callTool(ctx.exec.tool, built.arguments, ctx.codexEntries(), { nonce, argv: built.argv });
   const observations = await ctx.observe();
   const report = (await ctx.observers.readEnforcement(nonce)) ?? reportFromText(outcome, nonce);
   return { nonce, command, outcome, report, launches: launchesOf(observations, nonce).map((l) => l.argv) };

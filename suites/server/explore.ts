@@ -3,11 +3,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { codexState, STATE_PROFILES, type SandboxEntries, type StateProfile, type Transport } from '../../harness/codex-wire.js';
-import { readSessionId, renderArguments, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { takesProperties, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { openSession, sendToSession } from '../engine/tool-calls.js';
 import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex-session.js';
-import { shellQuote, type Observations } from '../../harness/observers.js';
+import type { Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
-import { argumentsNotAuthority } from './authority.js';
+import { smuggledAuthority } from './authority.js';
 import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
 import { awaitProbeRuns, carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import { seconds } from '../engine/suite-run.js';
@@ -294,8 +295,7 @@ export class Exec extends Step {
       check: seq.checks.valid,
       nonce,
       command,
-      extraArguments: smuggled?.arguments,
-      decoy: smuggled ? { check: argumentsNotAuthority.id, markers: smuggled.markers } : undefined,
+      ...smuggled,
     });
     seq.steps.push({
       action: `exec${toTool(adapter)}${this.change === 'none' ? '' : ` after changing ${this.change === 'variant' ? 'an unknown field' : this.change}`}${smuggled ? ', with authority smuggled in the arguments' : ''}`,
@@ -478,13 +478,7 @@ class SessionOpen extends Step {
     seq.steps.push({ action: 'open a session', calls: [{ index, authority: describeAuthority(seq.current) }] });
     const state = stateOf(seq, seq.current);
     noteState(seq, state, `step ${step}`);
-    const opened = await seq.sub.callTool(
-      adapter.open.tool,
-      renderArguments(adapter.open.arguments, [seq.sub.observers.sessionShellPath]),
-      entriesOf(seq, seq.current, state),
-      { check: seq.checks.valid, expect: 'run' },
-    );
-    const id = opened.kind === 'result' && !isRefusal(opened) ? readSessionId(opened.result, adapter.sessionId) : undefined;
+    const { id } = await openSession(seq.sub, adapter, entriesOf(seq, seq.current, state), { check: seq.checks.valid, expect: 'run' });
     if (id !== undefined) seq.sessions.push({ id, step });
   }
   toString(): string {
@@ -507,17 +501,9 @@ class SessionSend extends Step {
     const adapter = seq.adapter!;
     const state = stateOf(seq, seq.current);
     noteState(seq, state, `step ${seq.steps.length + 1}`);
-    const nonce = seq.sub.observers.newNonce();
-    const argv = seq.sub.observers.probeCommand(nonce);
-    const args = renderArguments(adapter.send.arguments, argv, { sessionId: session.id });
     const index = ++seq.callsSent;
     seq.steps.push({ action: `send to the session opened at step ${session.step}`, calls: [{ index, authority: describeAuthority(seq.current) }] });
-    const outcome = await seq.sub.callTool(
-      adapter.send.tool,
-      typeof args === 'string' ? argv.map(shellQuote).join(' ') : args,
-      entriesOf(seq, seq.current, state),
-      { check: seq.checks.valid, nonce },
-    );
+    const { nonce, outcome } = await sendToSession(seq.sub, adapter, session.id, entriesOf(seq, seq.current, state), { check: seq.checks.valid });
     if (outcome.kind === 'result' && !isRefusal(outcome)) seq.sessionNonces.push(nonce);
   }
   toString(): string {
@@ -552,19 +538,11 @@ class Other extends Step {
   }
 }
 
-async function smuggledArguments(seq: Sequence): Promise<{ arguments: Record<string, unknown>; markers: string[] }> {
+/** Authority smuggled in the arguments (AUTH-1): a trap launcher, and a state with sandboxing disabled. */
+async function smuggledArguments(seq: Sequence) {
   const trap = await seq.sub.plantTrap('launcher-in-arguments', {}, seq.checks.smuggled);
   const permissive = { ...seq.sub.state, permissionProfile: { type: 'disabled' }, sandboxCwd: pathToFileURL(join(seq.workspaces[0], 'from-arguments')).href };
-  return {
-    arguments: {
-      codexExecutable: trap,
-      sandboxState: permissive,
-      'codex/sandbox-state': permissive,
-      'codex/sandbox-launcher': { codexExecutable: trap },
-      _meta: { 'codex/sandbox-state': permissive, 'codex/sandbox-launcher': { codexExecutable: trap } },
-    },
-    markers: [JSON.stringify(permissive.sandboxCwd)],
-  };
+  return smuggledAuthority(trap, permissive);
 }
 
 /** An idle step (shrinking shortens it: constantFrom shrinks toward the shorter waits). */
@@ -646,7 +624,7 @@ export async function newSequence(ctx: ScenarioContext, sub: IsolatedContext, ch
     workspaces: [sub.observers.workspaceDir, await sub.observers.workspaceVariant('w1')],
     launchers: { a: sub.observers.launcherPath, b: sub.transport === 'stdio' ? await sub.observers.secondLauncher() : sub.observers.launcherPath },
     statesSent: [],
-    smuggling: isObject(renderArguments(sub.exec?.arguments, [])),
+    smuggling: takesProperties(sub.exec?.arguments),
     callsSent: 0,
     adapter: ctx.sessionAdapter,
     sessions: [],

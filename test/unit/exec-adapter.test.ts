@@ -11,11 +11,13 @@ import {
   renderArguments,
   resolveExecAdapter,
   resolveExecTools,
+  toolArguments,
   usesShellString,
   type ExecAdapter,
 } from '../../harness/exec-adapter.js';
 import { hintText } from '../../cli/hints.js';
-import { adapterDescription } from '../../cli/reporters/index.js';
+import { adapterDescription, toolAccountText } from '../../cli/reporters/index.js';
+import { withShapes } from '../../suites/engine/tool-calls.js';
 import type { RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote } from '../../harness/observers.js';
 
@@ -203,6 +205,32 @@ describe('rendering', () => {
     expect(renderArguments(template, ['ls'], { cwd: '/w/work space' })).toEqual({ command: ['ls'], cwd: '/w/work space', id: '{{sessionId}}' });
     expect(renderArguments(template, ['ls'])).toEqual({ command: ['ls'], cwd: '{{cwd}}', id: '{{sessionId}}' });
     expect(renderArguments('{{cwd}} {{command}}', ['echo', '{{cwd}}'], { cwd: '{{command}}' })).toBe("{{command}} echo '{{cwd}}'");
+  });
+  test('toolArguments: one place builds a call: the command as the template places it, variables, optional values, extra properties', () => {
+    const argvTool = { tool: 'run', arguments: { command: '{{argv}}', cwd: '{{cwd}}' } };
+    const built = toolArguments(
+      argvTool,
+      { argv: ['ls', 'a b'], script: 'ignored' },
+      { vars: { cwd: '/w' }, optional: { timeout_ms: 60000 }, extra: { x: 1 } },
+    );
+    expect(built).toEqual({ arguments: { command: ['ls', 'a b'], cwd: '/w', timeout_ms: 60000, x: 1 }, argv: ['ls', 'a b'], line: "ls 'a b'" });
+    // A shell-string tool gets a script verbatim when one is given, else the quoted argv; no argv to match after `--`.
+    const shellTool = { tool: 'sh', arguments: { cmd: '{{command}}' } };
+    expect(toolArguments(shellTool, { argv: ['echo', 'hi there'] })).toEqual({ arguments: { cmd: "echo 'hi there'" }, line: "echo 'hi there'" });
+    expect(toolArguments(shellTool, { argv: ['x'], script: 'echo $HOME | cat' })).toEqual({ arguments: { cmd: 'echo $HOME | cat' }, line: 'echo $HOME | cat' });
+    // Nothing is set on a template that is not an object.
+    expect(toolArguments({ tool: 't', arguments: '{{command}}' }, { argv: ['ls'] }, { extra: { x: 1 } }).arguments).toBe('ls');
+  });
+  test('the header shows the argument shapes a tool is sent only where they say more than its template', () => {
+    const adapter: ExecAdapter = { tool: 'run', arguments: { command: '{{argv}}' }, source: 'detected' };
+    const account = withShapes({ name: 'run', role: 'extra', adapter });
+    expect(account.shapes).toBeUndefined();
+    expect(toolAccountText(account)).toBe(
+      '"run": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool) with {"command":"{{argv}}"} (detected from its input schema)',
+    );
+    expect(toolAccountText({ ...account, shapes: [{ command: '{{argv}}', workdir: '{{cwd}}' }] })).toContain(
+      'with {"command":"{{argv}}"}, sent as {"command":"{{argv}}","workdir":"{{cwd}}"} (',
+    );
   });
   test('shellQuote round-trips through sh', async () => {
     const { execFileSync } = await import('node:child_process');
