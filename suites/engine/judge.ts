@@ -2,7 +2,7 @@ import diff from 'microdiff';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { adapterRejection } from '../../harness/exec-adapter.js';
 import type { Launch, Observations } from '../../harness/observers.js';
-import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Verdict } from './model.js';
+import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Counterexample, type Finding, type Verdict } from './model.js';
 import { isObject } from '../../harness/json.js';
 
 /** A short, readable account of a tools/call outcome for expected/actual. */
@@ -308,4 +308,30 @@ export function keyOrderDifferences(expected: unknown, actual: unknown, path = '
   const got = Object.keys(actual).filter((k) => !isIndexKey(k));
   const here = JSON.stringify(want) === JSON.stringify(got) ? [] : [`${path || '(top level)'}: keys ${JSON.stringify(got)}, sent as ${JSON.stringify(want)}`];
   return [...here, ...want.flatMap((key) => keyOrderDifferences(expected[key], actual[key], path ? `${path}.${key}` : key))];
+}
+
+/** What a failure over several violations tells of each: a finding, or another check's failure. */
+export type Violation = Pick<Finding, 'message' | 'expected' | 'actual' | 'diff'>;
+
+/** The rules and checks `findings` broke, each once: "EXEC-1 (execution/inside-launch), AUTH-2 (…)". */
+export const brokenRules = (findings: readonly Finding[]): string => [...new Set(findings.map((f) => `${f.check.rule} (${f.check.id})`))].join(', ');
+
+/**
+ * One failure over several violations: the first told in full (its message after `lead`), the next
+ * `listed` as "! message" lines of the diff, then the lines of `after` (the steps before it…).
+ */
+export function violationsVerdict(
+  violations: readonly Violation[],
+  lead: string,
+  details: { listed?: number; after?: string[]; counterexample?: Counterexample } = {},
+): Verdict {
+  const [first, ...more] = violations;
+  if (!first) throw new Error('violationsVerdict: no violation');
+  const listed = more.slice(0, details.listed ?? 5).map((v) => `! ${v.message}`);
+  return fail(`${lead}${first.message}`, {
+    expected: first.expected,
+    actual: first.actual,
+    diff: [...(first.diff ?? []), ...listed, ...(details.after ?? [])],
+    ...(details.counterexample ? { counterexample: details.counterexample } : {}),
+  });
 }

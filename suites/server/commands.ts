@@ -1,5 +1,7 @@
 import { join } from 'node:path';
+import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { shellQuote, type ScenarioObservers } from '../../harness/observers.js';
+import type { ExecProbe, IsolatedContext, ProbeOptions } from '../engine/model.js';
 
 /**
  * The command grammar (EXEC-1: no command is exempt, whatever it looks like or however long it
@@ -74,7 +76,15 @@ export interface CommandKit {
   subdir: string;
 }
 
-export async function commandKit(observers: Pick<ScenarioObservers, 'everydayProbe' | 'workspaceSubdir'>): Promise<CommandKit> {
+export function commandKit(observers: Pick<ScenarioObservers, 'everydayProbe' | 'workspaceSubdir'>): Promise<CommandKit> {
+  let kit = kits.get(observers);
+  if (!kit) kits.set(observers, (kit = makeKit(observers)));
+  return kit;
+}
+/** One kit per observers: its names are made once. */
+const kits = new WeakMap<object, Promise<CommandKit>>();
+
+async function makeKit(observers: Pick<ScenarioObservers, 'everydayProbe' | 'workspaceSubdir'>): Promise<CommandKit> {
   const [echo, git, cat, ls, pwd, yes, subdir] = await Promise.all([
     observers.everydayProbe('echo'),
     observers.everydayProbe('git'),
@@ -206,3 +216,21 @@ export function generate(kit: CommandKit, entry: GrammarEntry, nonce: string): G
 
 /** A label for reports: the form, and the size when it is not the form's own. */
 export const formLabel = (entry: GrammarEntry): string => (entry.size === '100 B' ? entry.form : `${entry.form}, ${entry.size}`);
+
+/**
+ * Makes a command and sends it through the exec tool: `entry` of the grammar (else the plain
+ * probe), running the probe under a fresh nonce; its form names the tool when it is not the
+ * primary, so that every finding about the call does. `script` is the command as a shell script.
+ */
+export async function grammarProbe(
+  ctx: Pick<IsolatedContext, 'observers' | 'execProbe'>,
+  entry: GrammarEntry | undefined,
+  sandbox: SandboxEntries,
+  options: Omit<ProbeOptions, 'nonce' | 'command'> = {},
+): Promise<{ form: string; script: string; probe: ExecProbe }> {
+  const nonce = ctx.observers.newNonce();
+  const form = `${entry ? formLabel(entry) : 'simple'}${options.adapter ? `, to tool ${options.adapter.tool}` : ''}`;
+  const command = entry ? generate(await commandKit(ctx.observers), entry, nonce) : { argv: ctx.observers.probeCommand(nonce), script: undefined };
+  const probe = await ctx.execProbe(sandbox, { ...options, nonce, command: { argv: command.argv, script: command.script, form } });
+  return { form, script: command.script ?? command.argv.map(q).join(' '), probe };
+}

@@ -2,8 +2,8 @@ import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
-import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
-import { commandKit, formLabel, generate, type GrammarEntry } from './commands.js';
+import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome, violationsVerdict } from '../engine/judge.js';
+import { grammarProbe, type GrammarEntry } from './commands.js';
 import {
   couldNotRun,
   fail,
@@ -65,19 +65,12 @@ const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries:
  * only); over HTTP one call as Codex sends it there, which must run nothing.
  */
 export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
-  // The tool's name goes with the command's form, so that every finding about the call names the tool.
-  const call = (entries: SandboxEntries) => {
-    const nonce = ctx.observers.newNonce();
-    return ctx.execProbe(entries, { adapter, check, nonce, command: { argv: ctx.observers.probeCommand(nonce), form: `simple, to tool ${adapter.tool}` } });
-  };
-  const kit = await commandKit(ctx.observers);
+  const call = async (entries: SandboxEntries) => (await grammarProbe(ctx, undefined, entries, { adapter, check })).probe;
   const shaped = async (entries: SandboxEntries) => {
     const probes = [];
     for (const entry of TOOL_SHAPES) {
-      const nonce = ctx.observers.newNonce();
-      const { argv, script } = generate(kit, entry, nonce);
-      const label = `${formLabel(entry)}, to tool ${adapter.tool}`;
-      probes.push({ label, probe: await ctx.execProbe(entries, { adapter, check, nonce, command: { argv, script, form: label } }) });
+      const { form, probe } = await grammarProbe(ctx, entry, entries, { adapter, check });
+      probes.push({ label: form, probe });
     }
     return probes;
   };
@@ -155,10 +148,7 @@ export async function judgeToolCalls(calls: ToolCalls, observations: Observation
 /** The check's verdict over every tool: the first failure (the others listed), else every tool not driven, else a pass. */
 export function verdictOverTools(judged: { tool: string; verdict: ToolVerdict }[], what: string): Verdict {
   const fails = judged.flatMap(({ verdict }) => (verdict.kind === 'fail' ? [verdict.verdict] : []));
-  if (fails.length > 0) {
-    const [first, ...more] = fails;
-    return { ...first!, diff: [...(first!.diff ?? []), ...more.map((v) => `! ${v.message}`)] };
-  }
+  if (fails.length > 0) return violationsVerdict(fails, '', { listed: fails.length });
   const notDriven = judged.flatMap(({ verdict }) => (verdict.kind === 'not-driven' ? [verdict] : []));
   if (notDriven.length > 0) {
     const hint = notDriven.some((v) => v.rejected) ? 'exec-adapter' : undefined;

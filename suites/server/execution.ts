@@ -2,7 +2,7 @@ import { isRefusal } from '../../harness/codex-session.js';
 import { commandText, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
 import { fail, pass, singleCheckScenario, type CheckDef, type ExecProbe, takingTurns } from '../engine/model.js';
 import { everyExecToolScenario } from './exec-tools.js';
-import { commandKit, formLabel, generate, REPRESENTATIVE } from './commands.js';
+import { grammarProbe, REPRESENTATIVE } from './commands.js';
 
 export const executesInsideLaunch: CheckDef = {
   id: 'execution/inside-launch',
@@ -25,16 +25,12 @@ const IN_FLIGHT = 4;
 
 /** The representative set of the command grammar, one call each, on one server: each must execute inside a launch (the monitor judges where). */
 const commandShapesScenario = singleCheckScenario(executesInsideLaunch, async (ctx) => {
-  const kit = await commandKit(ctx.observers);
   const probes: { label: string; text: string; probe: ExecProbe }[] = [];
   const queue = [...REPRESENTATIVE];
   const worker = async () => {
     for (let entry = queue.shift(); entry; entry = queue.shift()) {
-      const nonce = ctx.observers.newNonce();
-      const command = generate(kit, entry, nonce);
-      const label = formLabel(entry);
-      const probe = await ctx.execProbe(ctx.codexEntries(), { nonce, command: { argv: command.argv, script: command.script, form: label } });
-      probes.push({ label, text: commandText(command.script, ctx.observers.dir), probe });
+      const { form, script, probe } = await grammarProbe(ctx, entry, ctx.codexEntries());
+      probes.push({ label: form, text: commandText(script, ctx.observers.dir), probe });
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));

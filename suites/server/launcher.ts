@@ -9,6 +9,7 @@ import {
   singleCheckScenario,
   type CheckDef,
   type ExecProbe,
+  type IsolatedContext,
   type Scenario,
   type ScenarioContext,
   type Verdict,
@@ -61,12 +62,11 @@ const relativePath = failClosedCheck(
   " (trap executables named codex are planted in the workspace, which is the sandboxCwd, and in its bin/, and a trap codex is first on the server's PATH)",
 );
 
-/** Traps where a relative "codex" could be resolved to: the workspace (sandboxCwd) and its bin/. */
-async function plantRelativeTraps(ctx: ScenarioContext): Promise<void> {
-  const ws = ctx.observers.workspaceDir;
+/** Traps where a relative "codex" could be resolved to: the workspace (the sandboxCwd) and its bin/; their firing is charged to `check`. */
+export async function plantRelativeTraps(ctx: Pick<IsolatedContext, 'plantTrap'>, workspace: string, check: string): Promise<void> {
   await Promise.all([
-    ctx.plantTrap('relative-launcher', { dir: ws }, relativePath.id),
-    ctx.plantTrap('relative-launcher', { dir: join(ws, 'bin') }, relativePath.id),
+    ctx.plantTrap('relative-launcher', { dir: workspace }, check),
+    ctx.plantTrap('relative-launcher', { dir: join(workspace, 'bin') }, check),
   ]);
 }
 
@@ -90,7 +90,7 @@ const malformed: Malformed[] = [
   {
     check: relativePath,
     entries: async (ctx) => {
-      await plantRelativeTraps(ctx);
+      await plantRelativeTraps(ctx, ctx.observers.workspaceDir, relativePath.id);
       return { ...ctx.codexEntries(), launcher: { codexExecutable: 'codex' } };
     },
   },

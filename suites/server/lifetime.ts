@@ -1,21 +1,18 @@
 import * as fc from 'fast-check';
-import { couldNotRun, fail, notApplicable, pass, type CheckDef, type Finding, type Scenario, type ScenarioContext, type Verdict } from '../engine/model.js';
-import { argumentsNotAuthority, stateFollowsCall } from './authority.js';
 import {
-  Burst,
-  Exec,
-  EXPLORE_DEFAULTS,
-  Idle,
-  IDLE_STEPS_MS,
-  judgeSequence,
-  newSequence,
-  singleCalls,
-  storyOf,
-  type CallChecks,
-  type Model,
-  type Sequence,
-  type Step,
-} from './explore.js';
+  couldNotRun,
+  notApplicable,
+  pass,
+  type CheckDef,
+  type CounterexampleStep,
+  type Scenario,
+  type ScenarioContext,
+  type Verdict,
+} from '../engine/model.js';
+import { brokenRules, violationsVerdict } from '../engine/judge.js';
+import { argumentsNotAuthority, stateFollowsCall } from './authority.js';
+import { Traffic, type CallChecks, type Model, type Step, type TrafficOutcome } from '../engine/traffic.js';
+import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, singleCalls } from '../engine/traffic.js';
 import { driveExecTool, everyExecTool } from './exec-tools.js';
 import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
 
@@ -90,7 +87,13 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   if (!ctx.exec || !ctx.optedIn) return ctx.lifetime.underWay();
   let done = false;
   void ctx.lifetime.othersDone.then(() => (done = true));
-  const seq = await newSequence(ctx, ctx, RESIDENT_CHECKS);
+  const traffic = await Traffic.on(ctx, {
+    checks: RESIDENT_CHECKS,
+    idle: (ms) => ctx.idle(ms),
+    stopWhenBroken: false,
+    extraTools: [],
+    sessionAdapter: ctx.sessionAdapter,
+  });
   const model: Model = { steps: 0 };
   const steps = residentSteps();
   let listChanged = ctx.session.toolsListChanged;
@@ -98,13 +101,13 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     await paceCall(ctx, k, () => done);
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.underWay();
-    await step.run(model, seq);
+    await step.run(model, traffic);
     if (k === RESIDENT_CORE - 1) {
       // Over 30 calls and 5 s into the server's life: its other exec tools too (a count or a timer may cover them all).
       for (const adapter of ctx.execTools) await driveExecTool(ctx, adapter, everyExecTool.id, false);
       ctx.lifetime.coreDone();
     }
-    ctx.progress(`${seq.callsSent} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
+    ctx.progress(`${traffic.calls} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
     if (ctx.session.toolsListChanged !== listChanged) {
       listChanged = ctx.session.toolsListChanged;
       await driveNewTools(ctx, `after notifications/tools/list_changed, ${seconds(Date.now() - ctx.serverStartedAt)} after the resident server started`);
@@ -171,13 +174,11 @@ export const soakHoldsContract: CheckDef = {
 };
 
 /** The soak's traffic: exploration's steps, and idle gaps of up to several seconds. */
-function soakArbitrary(ctx: ScenarioContext): fc.Arbitrary<Step> {
+function soakArbitrary(): fc.Arbitrary<Step> {
   const burst = fc
     .array(fc.constantFrom('policy', 'workspace', 'variant', 'launcher' as const), { minLength: 1, maxLength: 2 })
     .map((changes): Step => new Burst(changes));
-  const idle = fc.constantFrom(...IDLE_STEPS_MS).map((ms): Step => new Idle(ms));
-  void ctx;
-  return fc.oneof(...singleCalls({ smuggle: true, launcherOverHttp: true }), burst, idle);
+  return fc.oneof(...singleCalls({ smuggle: true, launcherOverHttp: true }), burst, idleStep());
 }
 
 async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
@@ -185,29 +186,32 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   const totalMs = seconds * 1000;
   const run = await ctx.isolated(
     async (sub) => {
-      const seq: Sequence = await newSequence(ctx, sub, allSoak);
-      // The other exec tools get a share of its valid calls, as in exploration.
-      seq.extraTools = sub.execTools;
       const deadline = Date.now() + totalMs;
-      const idleUntilDeadline = seq.idle;
-      // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
-      seq.idle = (ms) => idleUntilDeadline(Math.max(0, Math.min(ms, totalMs / 8, deadline - Date.now())));
+      const traffic = await Traffic.on(sub, {
+        checks: chargedTo(soakHoldsContract.id),
+        // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
+        idle: (ms) => ctx.idle(Math.max(0, Math.min(ms, totalMs / 8, deadline - Date.now()))),
+        stopWhenBroken: false,
+        // The other exec tools get a share of its valid calls, as in exploration.
+        extraTools: sub.execTools,
+        sessionAdapter: ctx.sessionAdapter,
+      });
       const model: Model = { steps: 0 };
-      const arbitrary = soakArbitrary(ctx);
+      const arbitrary = soakArbitrary();
       for (let chunk = 0; Date.now() < deadline; chunk++) {
         for (const step of fc.sample(arbitrary, { seed: seed + chunk, numRuns: 20 })) {
           if (Date.now() >= deadline) break;
-          await step.run(model, seq);
-          ctx.progress(`${soakSeconds(Date.now() - sub.serverStartedAt)} of ${seconds} s, ${seq.callsSent} calls`);
+          await step.run(model, traffic);
+          ctx.progress(`${soakSeconds(Date.now() - sub.serverStartedAt)} of ${seconds} s, ${traffic.calls} calls`);
         }
       }
-      return seq;
+      return traffic;
     },
     { timed: true },
   );
-  const outcome = judgeSequence(run, soakHoldsContract);
+  const outcome = judgeTraffic(run, soakHoldsContract);
   const calls = run.calls.length;
-  if (outcome.violations.length > 0) return soakFailure(outcome.violations, storyOf(outcome), calls);
+  if (outcome.violations.length > 0) return soakFailure(outcome, calls);
   if (run.error) return { status: 'error', message: `the soak could not finish after ${calls} calls: ${(run.error as Error).message ?? String(run.error)}` };
   if (outcome.executed === 0 && ctx.transport === 'stdio')
     return couldNotRun(`${calls} calls in the soak, but no call with valid authority executed anything, so nothing was judged`);
@@ -215,33 +219,25 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
 }
 
 const soakSeconds = (ms: number) => `${Math.round(ms / 1000)} s`;
-const allSoak: CallChecks = {
-  valid: soakHoldsContract.id,
-  refused: soakHoldsContract.id,
-  broken: soakHoldsContract.id,
-  relative: soakHoldsContract.id,
-  notExecutable: soakHoldsContract.id,
-  smuggled: soakHoldsContract.id,
-};
-
-function soakFailure(found: Finding[], story: ReturnType<typeof storyOf>, calls: number): Verdict {
+function soakFailure(outcome: TrafficOutcome, calls: number): Verdict {
   // The monitor lists findings by kind; the soak tells them in the order their calls were sent.
-  const violations = [...found].sort((a, b) => (a.call ?? Infinity) - (b.call ?? Infinity));
-  const first = violations[0]!;
-  const rules = [...new Set(violations.map((v) => `${v.check.rule} (${v.check.id})`))];
-  // The steps up to the first violation's call: the last few, with their times.
-  const upTo = story.findIndex((step) => step.response.some((r) => r.startsWith(`call #${first.call ?? -1}:`)));
-  const before = story.slice(Math.max(0, (upTo < 0 ? story.length : upTo + 1) - 5), upTo < 0 ? story.length : upTo + 1);
-  const steps = before.flatMap((step) => [
-    `  step ${step.n} [${step.atMs !== undefined ? `${(step.atMs / 1000).toFixed(1)} s` : '?'}] ${step.action}`,
-    ...step.authority.map((a) => `      sent: ${a}`),
-    ...step.ran.map((r) => `      ran:  ${r}`),
-  ]);
-  return fail(`after ${calls} calls on one server, the soak broke ${rules.join(', ')}: ${first.message}`, {
-    expected: first.expected,
-    actual: first.actual,
-    diff: [...(first.diff ?? []), ...violations.slice(1, 6).map((v) => `! ${v.message}`), 'the steps before it:', ...steps],
-  });
+  const violations = [...outcome.violations].sort((a, b) => (a.call ?? Infinity) - (b.call ?? Infinity));
+  const story = outcome.run.value?.story(outcome) ?? [];
+  const lead = `after ${calls} calls on one server, the soak broke ${brokenRules(violations)}: `;
+  return violationsVerdict(violations, lead, { after: ['the steps before it:', ...stepsBefore(story, violations[0]!.call)] });
+}
+
+/** The steps up to the call `call` (the first violation's): the last few, with their times. */
+function stepsBefore(story: CounterexampleStep[], call: number | undefined): string[] {
+  const upTo = story.findIndex((step) => step.response.some((r) => r.startsWith(`call #${call ?? -1}:`)));
+  const end = upTo < 0 ? story.length : upTo + 1;
+  return story
+    .slice(Math.max(0, end - 5), end)
+    .flatMap((step) => [
+      `  step ${step.n} [${step.atMs !== undefined ? `${(step.atMs / 1000).toFixed(1)} s` : '?'}] ${step.action}`,
+      ...step.authority.map((a) => `      sent: ${a}`),
+      ...step.ran.map((r) => `      ran:  ${r}`),
+    ]);
 }
 
 export const soakScenario: Scenario = {

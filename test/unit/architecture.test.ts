@@ -116,3 +116,13 @@ test('the engine reads a function at a time: none of suites/engine is longer tha
   const planted = `function planted() {\n${'  call();\n'.repeat(59)}}\n`;
   expect(longFunctions('planted.ts', planted, 60)).toEqual(['planted.ts:1 planted (61 lines)']);
 });
+
+test('the traffic engine is one: the resident and the soak (lifetime.ts) and exploration (explore.ts) use traffic.ts, never each other', () => {
+  const files = sources('suites');
+  const known = new Set(files);
+  const imports = (file: string) => localImports(file, known);
+  expect(imports('suites/server/lifetime.ts')).not.toContain('suites/server/explore.ts');
+  expect(imports('suites/server/explore.ts')).not.toContain('suites/server/lifetime.ts');
+  expect(imports('suites/server/lifetime.ts')).toContain('suites/engine/traffic.ts');
+  expect(imports('suites/server/explore.ts')).toContain('suites/engine/traffic.ts');
+});
