@@ -243,7 +243,8 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   const totalMs = seconds * 1000;
   const run = await ctx.isolated(
     async (sub) => {
-      const deadline = Date.now() + totalMs;
+      // The soak's time starts once its traffic is set up (on a loaded machine that takes a while).
+      let deadline = Infinity;
       const traffic = await Traffic.on(sub, {
         checks: chargedTo(soakHoldsContract.id),
         // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
@@ -253,6 +254,7 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
         extraTools: sub.execTools,
         sessionAdapter: ctx.sessionAdapter,
       });
+      deadline = Date.now() + totalMs;
       const model: Model = { steps: 0 };
       const arbitrary = soakArbitrary();
       for (let chunk = 0; Date.now() < deadline; chunk++) {
