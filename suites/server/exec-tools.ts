@@ -2,7 +2,7 @@ import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
-import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome, type ControlObservers } from '../engine/judge.js';
 import { commandKit, formLabel, generate, type GrammarEntry } from './commands.js';
 import {
   couldNotRun,
@@ -65,11 +65,7 @@ const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries:
  * only); over HTTP one call as Codex sends it there, which must run nothing.
  */
 export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
-  // The tool's name goes with the command's form, so that every finding about the call names the tool.
-  const call = (entries: SandboxEntries) => {
-    const nonce = ctx.observers.newNonce();
-    return ctx.execProbe(entries, { adapter, check, nonce, command: { argv: ctx.observers.probeCommand(nonce), form: `simple, to tool ${adapter.tool}` } });
-  };
+  const call = (entries: SandboxEntries) => probeTool(ctx, adapter, check, entries);
   const kit = await commandKit(ctx.observers);
   const shaped = async (entries: SandboxEntries) => {
     const probes = [];
@@ -93,18 +89,43 @@ export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, 
   return { adapter, control, refusals, shaped: await shaped(ctx.codexEntries()) };
 }
 
+/** The probe, sent to `adapter`'s tool with these entries. The tool's name goes with the command's form, so that every finding about the call names the tool. */
+function probeTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, entries: SandboxEntries): Promise<ExecProbe> {
+  const nonce = ctx.observers.newNonce();
+  return ctx.execProbe(entries, { adapter, check, nonce, command: { argv: ctx.observers.probeCommand(nonce), form: `simple, to tool ${adapter.tool}` } });
+}
+
+const accepted = (probe: ExecProbe | undefined): boolean => probe?.outcome.kind === 'result' && !isRefusal(probe.outcome);
+
+/**
+ * Another exec tool's own control, over stdio (made by the control scenario): the probe with
+ * everything Codex sends, judged as the primary's is. That tool's refusals over HTTP rest on it.
+ */
+export async function toolControl(ctx: IsolatedContext, adapter: ExecAdapter): Promise<ControlFacts> {
+  const probe = await probeTool(ctx, adapter, everyExecTool.id, ctx.codexEntries());
+  if (accepted(probe)) await awaitProbeRuns(ctx, [probe.nonce], ACCEPTED_RUN_WAIT_MS);
+  return controlFacts(probe, await ctx.observe(), ctx.observers, adapter.tool);
+}
+
+/** A tool's own control, from the primary control's facts (ControlFacts.tool); without one, why not. */
+async function ownControl(primary: Promise<ControlFacts>, tool: string): Promise<ControlFacts> {
+  const facts = await primary;
+  if (facts.tool) return facts.tool(tool);
+  return { works: false, detail: `${tool} got no control call over stdio (${facts.detail})` };
+}
+
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
-type ToolVerdict = { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok' };
+type ToolVerdict = { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok'; ran: string };
 
 /** The control with full authority: fine when it ran inside a launch; else a failure or why the tool was not driven. */
-function judgeControl(tool: string, control: ExecProbe, observations: Observations): { facts: ControlFacts; verdict?: ToolVerdict } {
+async function judgeControl(tool: string, control: ExecProbe, observations: Observations, observers: ControlObservers): Promise<{ facts: ControlFacts; verdict?: ToolVerdict }> {
   const rejected = adapterRejection(control.outcome);
   if (rejected)
     return {
       facts: { works: false, detail: 'rejected' },
       verdict: { kind: 'not-driven', why: `${tool}: its call was rejected as invalid: ${rejected.slice(0, 200)}`, rejected: true },
     };
-  const facts = controlFacts(control, observations);
+  const facts = await controlFacts(control, observations, observers, tool);
   if (facts.works) return { facts };
   const runs = probeRunsOf(observations, control.nonce);
   const response = summarizeOutcome(control.outcome);
@@ -125,11 +146,19 @@ function judgeControl(tool: string, control: ExecProbe, observations: Observatio
   return { facts, verdict: { kind: 'not-driven', why: `${tool}: ${facts.detail}`, rejected: false } };
 }
 
-/** A tool's calls, judged: a refusal that ran anything fails whatever the control did. */
-export async function judgeToolCalls(calls: ToolCalls, observations: Observations, stdioControl: Promise<ControlFacts>): Promise<ToolVerdict> {
+/**
+ * A tool's calls, judged: a refusal that ran anything fails whatever the control did; a refusal
+ * passes only on that same tool's control (over stdio its own call here, over HTTP its stdio one).
+ */
+export async function judgeToolCalls(
+  calls: ToolCalls,
+  observations: Observations,
+  observers: ControlObservers,
+  primary: Promise<ControlFacts>,
+): Promise<ToolVerdict> {
   const tool = calls.adapter.tool;
-  const control = calls.control ? judgeControl(tool, calls.control, observations) : undefined;
-  const facts = control ? Promise.resolve(control.facts) : stdioControl;
+  const control = calls.control ? await judgeControl(tool, calls.control, observations, observers) : undefined;
+  const facts = control ? Promise.resolve(control.facts) : ownControl(primary, tool);
   for (const { label, probe } of calls.refusals) {
     const verdict = await judgeFailClosed(probe, observations, facts);
     if (verdict.status === 'fail') return { kind: 'fail', verdict: { ...verdict, message: `${tool}, ${label}: ${verdict.message}` } };
@@ -147,9 +176,10 @@ export async function judgeToolCalls(calls: ToolCalls, observations: Observation
     }) as Verdict & { status: 'fail' };
     return { kind: 'fail', verdict };
   }
-  if (!control && !(await stdioControl).works)
-    return { kind: 'not-driven', why: `${tool}: the refusal over HTTP proves nothing while the stdio control does not run`, rejected: false };
-  return { kind: 'ok' };
+  const own = await facts;
+  if (!control && !own.works)
+    return { kind: 'not-driven', why: `${tool}: the refusal over HTTP proves nothing while its stdio control does not run (${own.detail})`, rejected: false };
+  return { kind: 'ok', ran: own.call?.ran ?? '' };
 }
 
 /** The check's verdict over every tool: the first failure (the others listed), else every tool not driven, else a pass. */
@@ -168,7 +198,9 @@ export function verdictOverTools(judged: { tool: string; verdict: ToolVerdict }[
       hint,
     );
   }
-  return pass(`${judged.map((j) => j.tool).join(', ')}: ${what}`);
+  // What each tool's control ran (the probe, inside which launch): the refusals rest on it.
+  const shown = judged.map(({ tool, verdict }) => `${tool} (control: ${verdict.kind === 'ok' ? verdict.ran : ''})`);
+  return pass(`${shown.join(', ')}: ${what}`);
 }
 
 /** execution/every-exec-tool: the other exec tools, one after another, on one server per transport. */
@@ -185,14 +217,11 @@ export const everyExecToolScenario: Scenario = {
     const driven: ToolCalls[] = [];
     for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
-    const accepted = driven.flatMap(({ control, shaped }) =>
-      [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (probe?.outcome.kind === 'result' && !isRefusal(probe.outcome) ? [probe.nonce] : [])),
-    );
-    await awaitProbeRuns(ctx, accepted, ACCEPTED_RUN_WAIT_MS);
+    const nonces = driven.flatMap(({ control, shaped }) => [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (accepted(probe) ? [probe!.nonce] : [])));
+    await awaitProbeRuns(ctx, nonces, ACCEPTED_RUN_WAIT_MS);
     const observations = await ctx.observe();
-    const control = ctx.transport === 'http' ? ctx.control() : Promise.resolve({ works: true, detail: '' });
     const judged = [];
-    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, control) });
+    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, ctx.observers, ctx.control()) });
     const what =
       ctx.transport === 'http'
         ? 'over HTTP (no launcher, as Codex sends) each refused with nothing run'

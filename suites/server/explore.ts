@@ -9,7 +9,7 @@ import { shellQuote, type Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { argumentsNotAuthority } from './authority.js';
 import { commandKit, formLabel, generate, GRAMMAR, type CommandKit } from './commands.js';
-import { awaitProbeRuns, carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
+import { awaitProbeRuns, carriesNonce, commandLabel, controlledPass, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from '../engine/judge.js';
 import { seconds } from '../engine/suite-run.js';
 import {
   couldNotRun,
@@ -685,7 +685,8 @@ export function judgeSequence(run: IsolatedRun<Sequence>, check: CheckDef): Sequ
   let executed = 0;
   for (const call of run.calls) {
     if (call.expect !== 'run' || !call.nonce || !call.outcome) continue;
-    const ran = probeRunsOf(run.observations, call.nonce).length > 0 || run.observations.launches.some((l) => carriesNonce(l.argv, call.nonce!));
+    // An execution is the probe's own record of its run: a launch whose command never ran shows nothing.
+    const ran = probeRunsOf(run.observations, call.nonce).length > 0;
     if (ran) executed++;
     // Another exec tool may take commands in a form the probe does not run in (code, not shell): it is judged by what ran.
     else if (call.outcome.kind === 'result' && !isRefusal(call.outcome) && !run.value?.extraCalls.has(call.index)) {
@@ -909,11 +910,11 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   if (executed === 0 && ctx.transport === 'stdio')
     return couldNotRun(`${sequences} sequence${sequences === 1 ? '' : 's'} ran, but no call with valid authority executed anything, so nothing was judged`);
   const seeds = results.map((r) => r.seed).join(', ');
-  return pass(
-    replay
-      ? `the replayed sequence (${replay.seed}:${replay.path}) held the contract`
-      : `${sequences} sequence${sequences === 1 ? '' : 's'} of up to ${MAX_STEPS} steps (seed${results.length === 1 ? '' : 's'} ${seeds}) held the contract; ${executed} executions judged`,
-  );
+  const note = replay
+    ? `the replayed sequence (${replay.seed}:${replay.path}) held the contract`
+    : `${sequences} sequence${sequences === 1 ? '' : 's'} of up to ${MAX_STEPS} steps (seed${results.length === 1 ? '' : 's'} ${seeds}) held the contract; ${executed} executions judged`;
+  // Over HTTP every call must be refused: that says something only when the tool runs commands where it may (the stdio control).
+  return ctx.transport === 'http' ? controlledPass(ctx, 'nothing ran over HTTP', note) : pass(note);
 }
 
 function failure(worker: WorkerResult, outcome: SequenceOutcome): Verdict {

@@ -1,7 +1,7 @@
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../../harness/codex-wire.js';
 import { join } from 'node:path';
 import { isRefusal } from '../../harness/codex-session.js';
-import { judgeFailClosed, launchesOf, launchOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import { awaitProbeRuns, controlledPass, controlRun, judgeFailClosed, launchesOf, launchOf, ranInside, summarizeOutcome, waitForControl } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -213,12 +213,15 @@ const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async 
     if (i % 2 === 1) valid.push(await ctx.execProbe(ctx.codexEntries()));
   }
   valid.push(await ctx.execProbe(ctx.codexEntries()));
+  await awaitProbeRuns(ctx, valid.filter((probe) => !isRefusal(probe.outcome)).map((probe) => probe.nonce));
   const observations = await ctx.observe();
-  // Nothing may run for the invalid calls: the monitor charges any execution to this check.
-  if (valid.every((probe) => !launchOf(observations, probe.nonce))) {
+  // Nothing may run for the invalid calls: the monitor charges any execution to this check. The
+  // refusals count only beside a valid call whose command ran inside a launch (a bare launch shows nothing).
+  const shown = valid.map((probe) => controlRun(observations, probe.nonce)).find((proof) => proof !== undefined);
+  if (!shown) {
     return (
-      (await waitForControl(ctx, 'no valid call of the sequence launched')) ??
-      couldNotRun('no valid call of the sequence launched, so the refusals prove nothing')
+      (await waitForControl(ctx, 'no valid call of the sequence ran its command inside a launch')) ??
+      couldNotRun('no valid call of the sequence ran its command inside a launch, so the refusals prove nothing')
     );
   }
   if (refusedWrongly.length > 0) {
@@ -227,7 +230,7 @@ const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async 
       actual: refusedWrongly,
     });
   }
-  return pass();
+  return pass(`every call without valid authority was refused, between valid calls that ran their command (${ranInside(shown)})`);
 });
 
 /** A launcher that fails like a broken bubblewrap, then a normal call: the first command never runs. */
@@ -245,8 +248,7 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
     });
   }
   if (!attempted) {
-    const blocked = await waitForControl(ctx, 'the broken launcher was never tried');
-    return blocked ?? pass('the server refused before launching (it checks its launcher beforehand)');
+    return controlledPass(ctx, 'the broken launcher was never tried', 'the server refused before launching (it checks its launcher beforehand)');
   }
   // Whether the command ran some other way, then or later, is the monitor's finding, charged here.
   return pass();
