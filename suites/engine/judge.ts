@@ -259,7 +259,11 @@ export const ranInside = ({ run, launch }: { run: ProbeRun; launch: Launch }): s
 
 /** What a launch printed, as findings say it: the first lines of each stream, trimmed and neutralised, or that it printed nothing. */
 export function printedText(printed: Printed, dir?: string): string {
-  const head = (text: string) => commandText(text.trim().split('\n').slice(0, 3).join('\n'), dir, 200);
+  // The first lines, and the last (where an interpreter says what went wrong).
+  const head = (text: string) => {
+    const lines = text.trim().split('\n');
+    return commandText((lines.length > 4 ? [...lines.slice(0, 3), '…', lines.at(-1)!] : lines).join('\n'), dir, 240);
+  };
   const streams = (['stdout', 'stderr'] as const).filter((s) => printed[s].trim() !== '').map((s) => `${s} "${head(printed[s])}"`);
   return streams.length > 0 ? streams.join(', ') : 'nothing';
 }

@@ -250,8 +250,9 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
   if (!attempted) {
     return controlledPass(ctx, 'the broken launcher was never tried', 'the server refused before launching (it checks its launcher beforehand)');
   }
-  // Whether the command ran some other way, then or later, is the monitor's finding, charged here.
-  return pass();
+  // Whether the command ran some other way, then or later, is the monitor's finding, charged here;
+  // that it ran nowhere says something only of a tool that runs commands where it may (the control).
+  return controlledPass(ctx, 'the command never ran', 'the broken launcher was tried and its failure reported as an error');
 });
 
 const launcherAbsent = { label: absentFailsClosed.id };
