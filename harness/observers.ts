@@ -358,9 +358,7 @@ export class ScenarioObservers {
    */
   private async unrecordedRuns(observations: Observations): Promise<ProbeRun[]> {
     const runs = await Promise.all(
-      observations.launches
-        .filter((l) => !l.isCapabilityProbe)
-        .map(async (launch) => unrecordedProbeLines((await this.printed(launch.id)).stdout, launch.id)),
+      observations.launches.filter((l) => !l.isCapabilityProbe).map(async (launch) => unrecordedProbeLines((await this.printed(launch.id)).stdout, launch.id)),
     );
     return runs.flat();
   }

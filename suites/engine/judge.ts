@@ -101,7 +101,10 @@ export async function waitForControl(ctx: { control(): Promise<ControlFacts> }, 
   const facts = await ctx.control();
   return facts.works
     ? undefined
-    : couldNotRun(`${what}, and the exec tool does not run a command inside a launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
+    : couldNotRun(
+        `${what}, and the exec tool does not run a command inside a launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`,
+        CONTROL_CHECK,
+      );
 }
 
 /** A pass that rests on the control: `note`, what the control's call ran, and that call (--verbose, the JSON report). */

@@ -2,7 +2,18 @@ import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../.
 import { readSessionId, renderArguments } from '../../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { shellQuote, type Observations } from '../../harness/observers.js';
-import { carriesState, controlledPass, judgeFailClosed, launchesFor, launchOf, passOnControl, probeRan, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import {
+  carriesState,
+  controlledPass,
+  judgeFailClosed,
+  launchesFor,
+  launchOf,
+  passOnControl,
+  probeRan,
+  probeRunsOf,
+  summarizeOutcome,
+  waitForControl,
+} from '../engine/judge.js';
 import {
   couldNotRun,
   fail,

@@ -115,10 +115,16 @@ async function ownControl(primary: Promise<ControlFacts>, tool: string): Promise
 }
 
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
-type ToolVerdict = { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok'; ran: string };
+type ToolVerdict =
+  { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok'; ran: string };
 
 /** The control with full authority: fine when it ran inside a launch; else a failure or why the tool was not driven. */
-async function judgeControl(tool: string, control: ExecProbe, observations: Observations, observers: ControlObservers): Promise<{ facts: ControlFacts; verdict?: ToolVerdict }> {
+async function judgeControl(
+  tool: string,
+  control: ExecProbe,
+  observations: Observations,
+  observers: ControlObservers,
+): Promise<{ facts: ControlFacts; verdict?: ToolVerdict }> {
   const rejected = adapterRejection(control.outcome);
   if (rejected)
     return {
@@ -217,7 +223,9 @@ export const everyExecToolScenario: Scenario = {
     const driven: ToolCalls[] = [];
     for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
-    const nonces = driven.flatMap(({ control, shaped }) => [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (accepted(probe) ? [probe!.nonce] : [])));
+    const nonces = driven.flatMap(({ control, shaped }) =>
+      [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (accepted(probe) ? [probe!.nonce] : [])),
+    );
     await awaitProbeRuns(ctx, nonces, ACCEPTED_RUN_WAIT_MS);
     const observations = await ctx.observe();
     const judged = [];

@@ -16,7 +16,18 @@ import {
 } from '../engine/judge.js';
 import { runsGivenExecutable } from './launcher.js';
 import { toolControl } from './exec-tools.js';
-import { couldNotRun, fail, pass, type CheckDef, type ControlFacts, type ExecProbe, type Scenario, type ScenarioContext, type Verdict, takingTurns } from '../engine/model.js';
+import {
+  couldNotRun,
+  fail,
+  pass,
+  type CheckDef,
+  type ControlFacts,
+  type ExecProbe,
+  type Scenario,
+  type ScenarioContext,
+  type Verdict,
+  takingTurns,
+} from '../engine/model.js';
 import type { Observations } from '../../harness/observers.js';
 
 export const argvShape: CheckDef = {

@@ -1,7 +1,16 @@
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../../harness/codex-wire.js';
 import { join } from 'node:path';
 import { isRefusal } from '../../harness/codex-session.js';
-import { awaitProbeRuns, controlledPass, controlRun, judgeFailClosed, launchesOf, launchOf, ranInside, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import {
+  awaitProbeRuns,
+  controlledPass,
+  controlRun,
+  judgeFailClosed,
+  launchesOf,
+  ranInside,
+  summarizeOutcome,
+  waitForControl,
+} from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -213,7 +222,10 @@ const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async 
     if (i % 2 === 1) valid.push(await ctx.execProbe(ctx.codexEntries()));
   }
   valid.push(await ctx.execProbe(ctx.codexEntries()));
-  await awaitProbeRuns(ctx, valid.filter((probe) => !isRefusal(probe.outcome)).map((probe) => probe.nonce));
+  await awaitProbeRuns(
+    ctx,
+    valid.filter((probe) => !isRefusal(probe.outcome)).map((probe) => probe.nonce),
+  );
   const observations = await ctx.observe();
   // Nothing may run for the invalid calls: the monitor charges any execution to this check. The
   // refusals count only beside a valid call whose command ran inside a launch (a bare launch shows nothing).

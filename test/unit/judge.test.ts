@@ -64,7 +64,14 @@ describe('the positive control: it works only when its command ran inside the la
     argv: ['sandbox', '--sandbox-state-json', '{}', '--', ...command],
     isCapabilityProbe: false,
   });
-  const run = (launchId: string, via?: 'stdout'): ProbeRun => ({ nonce: NONCE, launchId, cwd: '/fake', pid: '1', invoked: '/fake/task', ...(via ? { via } : {}) });
+  const run = (launchId: string, via?: 'stdout'): ProbeRun => ({
+    nonce: NONCE,
+    launchId,
+    cwd: '/fake',
+    pid: '1',
+    invoked: '/fake/task',
+    ...(via ? { via } : {}),
+  });
   const answered = (text: string, isError = false): ExecProbe => ({
     nonce: NONCE,
     command: probeArgv,
@@ -89,8 +96,16 @@ describe('the positive control: it works only when its command ran inside the la
   });
 
   test('a bare launch (the command handed to another interpreter): does not work, and says what the launch printed', async () => {
-    printed.set('launch-1-3-a', { stdout: '', stderr: '  File "<string>", line 1\n    /fake/task c0ffee\n    ^\n\u001b[31mmore\nSyntaxError: invalid syntax\n' });
-    const facts = await controlFacts(answered('SyntaxError', true), observe([launchOfA('launch-1-3-a', ['python3', '-c', probeArgv.join(' ')])], []), observers, 'run_python');
+    printed.set('launch-1-3-a', {
+      stdout: '',
+      stderr: '  File "<string>", line 1\n    /fake/task c0ffee\n    ^\n\u001b[31mmore\nSyntaxError: invalid syntax\n',
+    });
+    const facts = await controlFacts(
+      answered('SyntaxError', true),
+      observe([launchOfA('launch-1-3-a', ['python3', '-c', probeArgv.join(' ')])], []),
+      observers,
+      'run_python',
+    );
     expect(facts.works).toBe(false);
     expect(facts.detail).toContain('was launched, but the command never ran inside it');
     expect(facts.detail).toContain('SyntaxError: invalid syntax');
