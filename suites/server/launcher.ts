@@ -1,16 +1,7 @@
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../../harness/codex-wire.js';
 import { join } from 'node:path';
 import { isRefusal } from '../../harness/codex-session.js';
-import {
-  awaitProbeRuns,
-  controlledPass,
-  controlRun,
-  judgeFailClosed,
-  launchesOf,
-  ranInside,
-  summarizeOutcome,
-  waitForControl,
-} from '../engine/judge.js';
+import { awaitProbeRuns, controlledPass, controlRun, judgeFailClosed, launchesOf, ranInside, summarizeOutcome, waitForControl } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
