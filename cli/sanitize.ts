@@ -245,6 +245,7 @@ interface SanitizableResult {
   actual?: unknown;
   diff?: string[];
   counterexample?: unknown;
+  control?: unknown;
 }
 interface SanitizableRun<R extends SanitizableResult> {
   results: R[];
@@ -298,6 +299,8 @@ export function sanitizeRun<R extends SanitizableResult, T extends SanitizableRu
     ...(r.actual !== undefined ? { actual: deep(r.actual) } : {}),
     ...(r.diff !== undefined ? { diff: r.diff.map(text) } : {}),
     ...(r.counterexample !== undefined ? { counterexample: deep(r.counterexample) } : {}),
+    // A control's call holds the server's answer.
+    ...(r.control !== undefined ? { control: deep(r.control) } : {}),
   }));
   return {
     ...run,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixturesDir } from './paths.js';
 import { privateCodexHome } from './real-codex.js';
@@ -26,6 +26,16 @@ export interface ProbeRun {
   pid: string;
   /** How it was invoked ($0): the probe path, or one of its everyday names. */
   invoked: string;
+  /**
+   * 'stdout' when it could not leave its record (inside the real sandbox, under a state that
+   * forbids the write) and the record is its stdout line, as the launcher kept it outside the sandbox.
+   */
+  via?: 'stdout';
+}
+/** The head of what a launch printed, as the launcher kept it (fixtures/observers/codex-launcher.sh). */
+export interface Printed {
+  stdout: string;
+  stderr: string;
 }
 export interface TrapCall {
   trap: string;
@@ -59,6 +69,19 @@ async function install(path: string, templateName: string, values: Record<string
   for (const [key, value] of Object.entries(values)) text = text.replaceAll(`@@${key}@@`, shellQuote(value));
   await writeFile(path, text, { mode: 0o755 });
   return path;
+}
+
+/** How much of each stream of a launch the suite reads (the launcher keeps at most 4 KB). */
+const PRINTED_HEAD_BYTES = 2048;
+
+/** The probe runs a launch's stdout shows that left no record of their own (probe.sh's "ok <nonce> <launch> unrecorded"). */
+export function unrecordedProbeLines(stdout: string, launchId: string): ProbeRun[] {
+  const runs: ProbeRun[] = [];
+  for (const line of stdout.split('\n')) {
+    const match = /^ok ([0-9a-f]{12}) (\S+) unrecorded$/.exec(line);
+    if (match && match[2] === launchId) runs.push({ nonce: match[1]!, launchId, cwd: '', pid: '', invoked: '', via: 'stdout' });
+  }
+  return runs;
 }
 
 const decodeArgv = (raw: string): string[] => (raw === '' ? [] : raw.replace(/\0$/, '').split('\0'));
@@ -268,9 +291,34 @@ export class ScenarioObservers {
     };
   }
 
+  /** The head of what a launch printed (empty when it printed nothing, or is not one of ours). */
+  async printed(launchId: string): Promise<Printed> {
+    const head = async (stream: 'stdout' | 'stderr') => {
+      if (!/^launch-[\w-]+$/.test(launchId)) return '';
+      try {
+        const file = await open(join(this.logDir, `${launchId}.${stream}`), 'r');
+        try {
+          const buffer = Buffer.alloc(PRINTED_HEAD_BYTES);
+          const { bytesRead } = await file.read(buffer, 0, PRINTED_HEAD_BYTES, 0);
+          return buffer.subarray(0, bytesRead).toString('utf8');
+        } finally {
+          await file.close();
+        }
+      } catch {
+        return '';
+      }
+    };
+    const [stdout, stderr] = await Promise.all([head('stdout'), head('stderr')]);
+    return { stdout, stderr };
+  }
+
   async read(): Promise<Observations> {
     const dirs = [...new Set([this.logDir, this.markerDir])];
-    const names = (await Promise.all(dirs.map(async (dir) => (await readdir(dir)).map((name) => ({ dir, name }))))).flat();
+    // Records only: never the launcher's fifos (opening one waits for a writer) nor its output heads.
+    const record = (name: string) =>
+      (name.startsWith('launch-') && name.endsWith('.argv')) || name.startsWith('trap.') || (name.startsWith('probe.') && name.endsWith('.ran'));
+    const listed = await Promise.all(dirs.map(async (dir) => (await readdir(dir)).map((name) => ({ dir, name }))));
+    const names = listed.flat().filter(({ name }) => record(name));
     const observations: Observations = { launches: [], probeRuns: [], trapCalls: [] };
     await Promise.all(
       names.map(async ({ dir, name }) => {
@@ -299,7 +347,20 @@ export class ScenarioObservers {
       }),
     );
     observations.launches.sort((a, b) => a.id.localeCompare(b.id));
+    if (this.realCodex) observations.probeRuns.push(...(await this.unrecordedRuns(observations)));
     return observations;
+  }
+
+  /**
+   * Inside the real sandbox a state may forbid the probe's record (the marker directory is not
+   * among its writable roots): the probe then says so on stdout, and its line, as the launcher kept
+   * it outside the sandbox, ties the run to the launch whose output it is in.
+   */
+  private async unrecordedRuns(observations: Observations): Promise<ProbeRun[]> {
+    const runs = await Promise.all(
+      observations.launches.filter((l) => !l.isCapabilityProbe).map(async (launch) => unrecordedProbeLines((await this.printed(launch.id)).stdout, launch.id)),
+    );
+    return runs.flat();
   }
 
   /** The path of each of the suite's launchers by name (those installed so far). */

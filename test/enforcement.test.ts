@@ -1,11 +1,15 @@
 import { withHints } from '../cli/hints.js';
-import { readdirSync, realpathSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { locateRealCodex, removePrivateCodexHome, scratchBaseOutsideTmp } from '../harness/real-codex.js';
 import { allScenarios } from '../suites/index.js';
+import { ScenarioObservers } from '../harness/observers.js';
+import { controlRun } from '../suites/engine/judge.js';
 import type { CheckResult } from '../suites/engine/model.js';
 import { codexServerEnvironment } from '../harness/codex-environment.js';
 import { runSuite, type RunPlan, type RunReport } from '../suites/engine/runner.js';
@@ -128,6 +132,36 @@ describe(`with the real Codex ${'version' in found ? found.version : ''} (--code
   test('the escape checks catch a widened state even where the forwarding check is not run', async () => {
     const report = await runSuite(plan({ args: [mutantsServer, 'widens-state'] }, ESCAPES), allScenarios);
     expect(statusOf(report.results, 'fail')).toEqual(ESCAPES);
+  });
+
+  test("under a state that forbids the probe's record, its stdout line, kept by the launcher outside the sandbox, is its record, tied to the launch", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'msc-enforcement-record-'));
+    try {
+      const observers = await ScenarioObservers.create(dir, { realCodex });
+      const readOnly = {
+        permissionProfile: {
+          type: 'managed',
+          network: 'restricted',
+          file_system: { type: 'restricted', entries: [{ access: 'read', path: { type: 'special', value: { kind: 'root' } } }] },
+        },
+        sandboxCwd: pathToFileURL(observers.workspaceDir).href,
+        codexLinuxSandboxExe: null,
+        useLegacyLandlock: false,
+        useMxc: false,
+      };
+      const nonce = observers.newNonce();
+      const argv = ['sandbox', '--sandbox-state-json', JSON.stringify(readOnly), '--', ...observers.probeCommand(nonce)];
+      const { stdout } = await promisify(execFile)(observers.launcherPath, argv);
+      // The probe says it could not leave its record (the marker directory is not writable under this state).
+      expect(stdout).toMatch(new RegExp(`^ok ${nonce} launch-\\S+ unrecorded$`, 'm'));
+      const observations = await observers.read();
+      const launch = observations.launches.find((l) => !l.isCapabilityProbe)!;
+      expect(observations.probeRuns).toEqual([{ nonce, launchId: launch.id, cwd: '', pid: '', invoked: '', via: 'stdout' }]);
+      // A control call that ran this way works, and says by which record.
+      expect(controlRun(observations, nonce)?.launch.id).toBe(launch.id);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a server that narrows the state to read-only fails writes-inside-workspace', async () => {

@@ -20,6 +20,8 @@ interface Case {
   fail: string[];
   /** The checks it must warn on (SHOULD findings), the same way. */
   warn: string[];
+  /** The checks that rest on a control whose command never ran: each could not run, or failed; none passed (Mutant.unshown). */
+  unshown?: string[];
   /** The checks it may also fail, and warn on, depending on how fast the run goes (Mutant.onTimer). */
   mayFail?: string[];
   mayWarn?: string[];
@@ -87,7 +89,8 @@ export const matrix: Record<string, Case> = Object.fromEntries(
     if (!mutant.fails && !mutant.warns) return [];
     const http = mutant.fails?.http !== undefined || mutant.warns?.http !== undefined;
     const timer = mutant.onTimer ? { mayFail: overTransports(mutant.onTimer.fails), mayWarn: overTransports(mutant.onTimer.warns) } : {};
-    const own: Case = { fail: overTransports(mutant.fails), warn: overTransports(mutant.warns), http, ...timer, ...RUN[name] };
+    const unshown = mutant.unshown ? { unshown: overTransports(mutant.unshown) } : {};
+    const own: Case = { fail: overTransports(mutant.fails), warn: overTransports(mutant.warns), http, ...timer, ...unshown, ...RUN[name] };
     return [[name, own], ...Object.entries(SECOND_RUNS).filter(([, second]) => second.mutant === name)];
   }),
 );
@@ -109,7 +112,7 @@ export function casePlan(name: string, expected: Case): { args: string[]; option
   // them (`alsoRuns`), and are left out of the others to keep this fast.
   const declared = mutants[expected.mutant ?? name]!;
   const areas = new Set<string>(declared.alsoRuns ?? []);
-  for (const finding of [...expected.fail, ...expected.warn]) areas.add(finding.split(' ')[1]!.split('/')[0]!);
+  for (const finding of [...expected.fail, ...expected.warn, ...(expected.unshown ?? [])]) areas.add(finding.split(' ')[1]!.split('/')[0]!);
   const only = expected.only;
   const select = only
     ? (id: string) => id.startsWith(only)
@@ -143,6 +146,12 @@ export function mutantCases(part: 0 | 1): void {
           const crowd = expected.variant?.env?.CROWD_KEY;
           if (crowd) rmSync(join(tmpdir(), `msc-crowd-${crowd}`), { recursive: true, force: true });
           expect(idsWith(report.results, 'error')).toEqual([]);
+          // A check that rested on a control whose command never ran showed nothing: could not run, or failed; never a pass.
+          const shownNothing = (r: GradedResult) => r.status === 'fail' || (r.status === 'skip' && r.reason === 'could-not-run');
+          const unshown = new Set(expected.unshown ?? []);
+          const passedOnNothing = report.results.filter((r) => unshown.has(`${r.transport} ${r.id}`) && !shownNothing(r));
+          expect(passedOnNothing.map((r) => `${r.transport} ${r.id} ${r.status}: ${r.message ?? ''}`)).toEqual([]);
+          expect(report.results.filter((r) => unshown.has(`${r.transport} ${r.id}`)).length).toBe(unshown.size);
         },
         300_000,
       ); // generous: CI runs two matrix files and everything else on two cores

@@ -217,6 +217,12 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
       out.push(...untrusted(details));
       if (def && result.status !== 'xpass') out.push(c.dim(`${indent}fix: ${def.fix}  (more: mcp-sandbox-conformance explain ${result.id})`));
     }
+    // A pass says what was shown (what ran, on which control's call): with --verbose.
+    if (result.status === 'pass' && options.verbose && (result.message || result.control)) {
+      const shown = [...(result.message ? messageLines(`${indent}shown: `, result.message, indent) : [])];
+      if (result.control) shown.push(...block('on the control call:', result.control, indent));
+      out.push(...untrusted(shown, c.dim));
+    }
     if (options.details) out.push(...options.details(result, indent, c));
   }
   for (const key of collapsed) {

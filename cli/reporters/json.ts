@@ -1,5 +1,5 @@
 import type { ExecAdapter, ToolAccount } from '../../harness/exec-adapter.js';
-import type { Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/engine/model.js';
+import type { ControlCall, Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/engine/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import type { GradedStatus } from '../grade.js';
 import { blockedByExpectedFailure } from '../exit-codes.js';
@@ -46,6 +46,8 @@ export interface CheckRecord {
   diff?: string[];
   /** For an exploration failure: the minimal call sequence, step by step, and how to replay it. */
   counterexample?: Counterexample;
+  /** For a pass that rests on a control: that control's call (tool, command, what ran, the answer). */
+  control?: ControlCall;
   /** For xfail and xpass: the baseline entry that listed the check, and what the check did. */
   baseline?: { id: string; reason: string; transport?: 'stdio' | 'http'; was: GradedStatus };
   /** Its scenario's transcript (see `scenarios`). */
@@ -153,6 +155,7 @@ export function toDocument(data: ReportData): ReportDocument {
       ...(r.actual !== undefined ? { actual: r.actual } : {}),
       ...(r.diff !== undefined ? { diff: r.diff } : {}),
       ...(r.counterexample !== undefined ? { counterexample: r.counterexample } : {}),
+      ...(r.control !== undefined ? { control: r.control } : {}),
       ...(r.baseline ? { baseline: { ...r.baseline.entry, was: r.baseline.was } } : {}),
       transcript: transcriptOf(scenario),
       durationMs: scenario.durationMs,

@@ -1,8 +1,8 @@
 import diff from 'microdiff';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { adapterRejection } from '../../harness/exec-adapter.js';
-import type { Launch, Observations } from '../../harness/observers.js';
-import { couldNotRun, fail, pass, type ControlFacts, type ExecProbe, type Counterexample, type Finding, type Verdict } from './model.js';
+import type { Launch, Observations, Printed, ProbeRun } from '../../harness/observers.js';
+import { couldNotRun, fail, pass, type ControlCall, type ControlFacts, type Counterexample, type ExecProbe, type Finding, type Verdict } from './model.js';
 import { isObject } from '../../harness/json.js';
 
 /** A short, readable account of a tools/call outcome for expected/actual. */
@@ -96,12 +96,24 @@ export function launchOf(observations: Observations, nonce: string): Launch | un
 /** The check whose failure is reported when the control call launches nothing. */
 export const CONTROL_CHECK = 'launcher/runs-given-executable';
 
-/** A could-not-run verdict when the control shows the exec tool launches nothing at all; undefined when it works. */
+/** A could-not-run verdict when the control shows the exec tool runs no command inside a launch; undefined when it works. */
 export async function waitForControl(ctx: { control(): Promise<ControlFacts> }, what: string): Promise<Verdict | undefined> {
   const facts = await ctx.control();
   return facts.works
     ? undefined
-    : couldNotRun(`${what}, and the exec tool does not launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`, CONTROL_CHECK);
+    : couldNotRun(
+        `${what}, and the exec tool does not run a command inside a launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`,
+        CONTROL_CHECK,
+      );
+}
+
+/** A pass that rests on the control: `note`, what the control's call ran, and that call (--verbose, the JSON report). */
+export const passOnControl = (note: string, facts: ControlFacts): Verdict =>
+  pass(facts.call ? `${note}; the control, with everything Codex sends, showed the tool runs commands: ${facts.call.ran}` : note, facts.call);
+
+/** The control's pass, or why the check resting on it could not run: for checks whose every call was refused or ran nothing. */
+export async function controlledPass(ctx: { control(): Promise<ControlFacts> }, what: string, note: string): Promise<Verdict> {
+  return (await waitForControl(ctx, what)) ?? passOnControl(note, await ctx.control());
 }
 
 /** The parts of a launcher argv, and everything wrong with its shape (FWD-1). */
@@ -234,13 +246,59 @@ export async function judgeStateReachedLaunch(
 export const adapterRejected = (rejection: string): Verdict =>
   couldNotRun(`the exec adapter's call was rejected: ${rejection.slice(0, 300)}`, undefined, 'exec-adapter');
 
-/** The positive control: the probe ran under a launch of the launcher the suite gave. */
-export function controlFacts(probe: ExecProbe, observations: Observations): ControlFacts {
-  const ran = probeRan(observations, probe.nonce);
-  const launch = launchOf(observations, probe.nonce);
-  if (launch?.launcher === 'a' && (!ran || ran.launchId === launch.id)) return { works: true, detail: 'the command ran through the launcher' };
-  const detail = `with everything Codex sends, the command ${ran ? 'ran outside the launcher' : 'never ran'} (${JSON.stringify(summarizeOutcome(probe.outcome))})`;
-  return { works: false, detail, ...controlBlocker(probe, observations) };
+/** The run that proves a control: its probe's own record, inside a launch of the launcher the suite sent. */
+export function controlRun(observations: Observations, nonce: string): { run: ProbeRun; launch: Launch } | undefined {
+  for (const run of probeRunsOf(observations, nonce)) {
+    const launch = observations.launches.find((l) => l.id === run.launchId && l.launcher === 'a' && !l.isCapabilityProbe);
+    if (launch) return { run, launch };
+  }
+  return undefined;
+}
+
+/** What ran, in words: the probe, inside which launch, and by which record. */
+export const ranInside = ({ run, launch }: { run: ProbeRun; launch: Launch }): string =>
+  `the probe ran inside launch ${launch.id}` +
+  (run.via === 'stdout' ? " (the sandbox's state refused its own record: its stdout line, kept by the launcher outside the sandbox, is the record)" : '');
+
+/** What a launch printed, as findings say it: the first lines of each stream, trimmed and neutralised, or that it printed nothing. */
+export function printedText(printed: Printed, dir?: string): string {
+  // The first lines, and the last (where an interpreter says what went wrong).
+  const head = (text: string) => {
+    const lines = text.trim().split('\n');
+    return commandText((lines.length > 4 ? [...lines.slice(0, 3), '…', lines.at(-1)!] : lines).join('\n'), dir, 240);
+  };
+  const streams = (['stdout', 'stderr'] as const).filter((s) => printed[s].trim() !== '').map((s) => `${s} "${head(printed[s])}"`);
+  return streams.length > 0 ? streams.join(', ') : 'nothing';
+}
+
+/**
+ * The positive control: it works only when its command ran inside a launch of the launcher the
+ * suite sent (the probe's own record, tied to that launch). A bare launch (`codex sandbox -- true`,
+ * the command handed to another language's interpreter) shows nothing: the checks that rest on it
+ * could not run, saying what the launch printed.
+ */
+export async function controlFacts(probe: ExecProbe, observations: Observations, observers: ControlObservers, tool: string): Promise<ControlFacts> {
+  const response = summarizeOutcome(probe.outcome);
+  const call = (ran: string): ControlCall => ({ tool, ...(probe.shown ? { command: probe.shown } : {}), ran, response });
+  const proof = controlRun(observations, probe.nonce);
+  if (proof) return { works: true, detail: ranInside(proof), call: call(ranInside(proof)) };
+  const ran = await notRunInside(probe, observations, observers);
+  return { works: false, detail: `with everything Codex sends, ${ran} (${JSON.stringify(response)})`, call: call(ran), ...controlBlocker(probe, observations) };
+}
+
+/** What the observers tell of a control that did not work: the heads of what its launches printed. */
+export type ControlObservers = { printed(launchId: string): Promise<Printed>; readonly dir: string };
+
+/** Why a command did not run inside a launch of the launcher sent, in words. */
+async function notRunInside(probe: ExecProbe, observations: Observations, observers: ControlObservers): Promise<string> {
+  const outside = probeRunsOf(observations, probe.nonce).filter((run) => run.launchId === '');
+  const launches = launchesFor(observations, probe.nonce);
+  const printed = await Promise.all(launches.slice(0, 2).map(async (l) => `${l.id} printed ${printedText(await observers.printed(l.id), observers.dir)}`));
+  const launched = launches.length === 0 ? '' : `; launched (${printed.join('; ')}${launches.length > 2 ? `; ${launches.length - 2} more` : ''})`;
+  if (outside.length > 0) return `the command ran outside any launch${launched}`;
+  const own = launches.filter((l) => l.launcher === 'a');
+  if (own.length > 0) return `the codexExecutable sent was launched, but the command never ran inside it (no record of the probe in that launch)${launched}`;
+  return `the command never ran inside a launch of the codexExecutable sent${launched}`;
 }
 
 /**
@@ -286,11 +344,11 @@ export async function judgeFailClosed(probe: ExecProbe, observations: Observatio
   const facts = await control;
   if (!facts.works) {
     return couldNotRun(
-      `the refusal proves nothing: the exec tool did not run a command even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`,
+      `the refusal proves nothing: the exec tool did not run a command inside a launch even with everything Codex sends (see ${CONTROL_CHECK}: ${facts.detail})`,
       CONTROL_CHECK,
     );
   }
-  return pass();
+  return passOnControl(`refused (${JSON.stringify(summarizeOutcome(probe.outcome))}) with nothing launched or run`, facts);
 }
 
 const isIndexKey = (key: string) => /^(0|[1-9]\d*)$/.test(key);

@@ -145,7 +145,7 @@ export type MonitorRole =
 
 /** What a scenario decides about one check. */
 export type Verdict =
-  | { status: 'pass'; note?: string }
+  | { status: 'pass'; note?: string; control?: ControlCall }
   | { status: 'fail'; message: string; expected?: unknown; actual?: unknown; diff?: string[]; counterexample?: Counterexample }
   | { status: 'skip'; reason: SkipReason; message: string; blockedBy?: string; hint?: Hint }
   | { status: 'error'; message: string; hint?: Hint };
@@ -184,6 +184,8 @@ export interface CheckResult {
   diff?: string[];
   /** For exploration: the smallest call sequence found that breaks the contract. */
   counterexample?: Counterexample;
+  /** For a pass that rests on a control: that control's call and what ran for it. */
+  control?: ControlCall;
   /** With `scenario`, the scenario run (ScenarioRecord) that decided it: its transcript and timing are there. */
   transport: Transport;
   scenario: string;
@@ -240,14 +242,28 @@ export function scenarioFinder(scenarios: readonly ScenarioRecord[]): (result: P
 
 /** Whether the exec tool works at all with everything Codex would send: the positive control. */
 export interface ControlFacts {
+  /** True only when the control's command ran inside a launch of the launcher sent (the probe's own record, tied to that launch). */
   works: boolean;
   detail: string;
+  /** The control's call and what ran for it: what a check that passes on the control shows. */
+  call?: ControlCall;
+  /** Each other exec tool's own control (its call with everything Codex sends, over stdio), by tool name: what that tool's refusals rest on. */
+  tool?(name: string): Promise<ControlFacts>;
   /**
    * Set when the control shows that no exec check can run: the adapter's own call was rejected as
    * invalid, or an answered call with everything Codex sends executed nothing at all. What the
    * checks that depend on the control get without starting a server (ScenarioRun).
    */
   blocker?: Verdict;
+}
+
+/** A control's call as reports show it (a pass that rests on it names it): the tool, the command, what ran and the answer. */
+export interface ControlCall {
+  tool: string;
+  command?: { form: string; text: string };
+  /** What ran: the probe, inside which launch. */
+  ran: string;
+  response: unknown;
 }
 
 /**
@@ -583,7 +599,7 @@ export interface HostDriven {
 export type AnyScenario = Scenario | HostScenario;
 export const drivesHost = (scenario: AnyScenario): scenario is HostScenario => 'drive' in scenario;
 
-export const pass = (note?: string): Verdict => ({ status: 'pass', note });
+export const pass = (note?: string, control?: ControlCall): Verdict => ({ status: 'pass', note, ...(control ? { control } : {}) });
 export const fail = (message: string, details: { expected?: unknown; actual?: unknown; diff?: string[]; counterexample?: Counterexample } = {}): Verdict => ({
   status: 'fail',
   message,
@@ -613,7 +629,7 @@ export const notApplicable = (message: string, hint?: Hint): Verdict => ({ statu
 export function resultOf(verdict: Verdict, base: Pick<CheckResult, 'id' | 'rule' | 'level' | 'title' | 'transport' | 'scenario'>): CheckResult {
   switch (verdict.status) {
     case 'pass':
-      return { ...base, status: 'pass', message: verdict.note };
+      return { ...base, status: 'pass', message: verdict.note, ...(verdict.control ? { control: verdict.control } : {}) };
     case 'fail':
       return {
         ...base,

@@ -667,7 +667,8 @@ export function judgeTraffic(run: IsolatedRun<Traffic>, check: CheckDef): Traffi
   let executed = 0;
   for (const call of run.calls) {
     if (call.expect !== 'run' || !call.nonce || !call.outcome) continue;
-    const ran = probeRunsOf(run.observations, call.nonce).length > 0 || run.observations.launches.some((l) => carriesNonce(l.argv, call.nonce!));
+    // An execution is the probe's own record of its run: a launch whose command never ran shows nothing.
+    const ran = probeRunsOf(run.observations, call.nonce).length > 0;
     if (ran) executed++;
     // Another exec tool may take commands in a form the probe does not run in (code, not shell): it is judged by what ran.
     else if (call.outcome.kind === 'result' && !isRefusal(call.outcome) && !run.value?.wentToExtraTool(call.index)) {

@@ -1,6 +1,6 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { pathToFileURL } from 'node:url';
-import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf, waitForControl } from '../engine/judge.js';
+import { carriesNonce, carriesState, judgeFailClosed, judgeStateReachedLaunch, launchOf, passOnControl, waitForControl } from '../engine/judge.js';
 import { fail, pass, singleCheckScenario, type CheckDef, type Scenario, type ScenarioContext, type Verdict, takingTurns } from '../engine/model.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 
@@ -70,7 +70,7 @@ const conflictScenario = singleCheckScenario(conflictPrefersCurrent, async (ctx)
     // Blocked, not blamed: when the control's call ran nothing through the launcher either, what this
     // call did says nothing of the two keys (a command run directly is EXEC-1's finding).
     verdict = (await waitForControl(ctx, 'the conflicting call launched nothing')) ?? (await judgeFailClosed(probe, observations, ctx.control()));
-    if (verdict.status === 'pass') verdict = pass('the server refused the conflicting call');
+    if (verdict.status === 'pass') verdict = passOnControl('the server refused the conflicting call', await ctx.control());
   } else if (carriesState(launch.argv, deprecated)) {
     verdict = fail(`with conflicting keys the server forwarded the ${STATE_KEY_DEPRECATED} value`, { expected: current, actual: launch.argv });
   } else if (launch.argv.some((arg) => arg.includes('conformanceDeprecatedOnly'))) {

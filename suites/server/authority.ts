@@ -1,7 +1,18 @@
 import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
 import { takesProperties } from '../../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
-import { awaitProbeRuns, carriesState, judgeFailClosed, launchesFor, launchOf, probeRunsOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import {
+  awaitProbeRuns,
+  carriesState,
+  controlledPass,
+  judgeFailClosed,
+  launchesFor,
+  launchOf,
+  passOnControl,
+  probeRunsOf,
+  summarizeOutcome,
+  waitForControl,
+} from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -137,7 +148,7 @@ async function judgeRanUnder(
     const blocked = await waitForControl(ctx, 'nothing launched');
     if (blocked) return blocked;
     const verdict = await judgeFailClosed({ nonce, command: [], arguments: undefined, outcome }, observations, ctx.control());
-    return verdict.status === 'pass' ? pass('the server refused the call') : verdict;
+    return verdict.status === 'pass' ? passOnControl('the server refused the call', await ctx.control()) : verdict;
   }
   if (carriesState(launch.argv, expected)) return pass();
   return fail(`${what}: the launch did not carry the state from _meta (sandboxCwd ${JSON.stringify(expected.sandboxCwd)})`, {
@@ -178,7 +189,7 @@ const argumentsScenario = singleCheckScenario(
     const observations = await ctx.observe();
     // Over HTTP no launcher is trusted: a trap that fired is this check's finding (the monitor's),
     // anything else that ran is HTTP-1's.
-    if (ctx.transport === 'http') return (await waitForControl(ctx, 'nothing ran')) ?? pass();
+    if (ctx.transport === 'http') return controlledPass(ctx, 'nothing ran', 'over HTTP the authority in the arguments was not used');
     // A trap that fired is the monitor's finding, charged to this check.
     return judgeRanUnder(ctx, probe.outcome, probe.nonce, observations, ctx.state, 'with a permissive state in the arguments');
   },

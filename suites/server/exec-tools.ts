@@ -2,7 +2,16 @@ import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
-import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome, violationsVerdict } from '../engine/judge.js';
+import {
+  awaitProbeRuns,
+  commandLabel,
+  controlFacts,
+  judgeFailClosed,
+  probeRunsOf,
+  summarizeOutcome,
+  violationsVerdict,
+  type ControlObservers,
+} from '../engine/judge.js';
 import { grammarProbe, type GrammarEntry } from './commands.js';
 import {
   couldNotRun,
@@ -25,7 +34,7 @@ export const everyExecTool: CheckDef = {
   summary:
     'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
   observes:
-    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends three commands past the sizes and forms a server may special-case (a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those three as Codex sends them there (nothing may run). Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends three commands past the sizes and forms a server may special-case (a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those three as Codex sends them there (nothing may run). Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
   why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
   typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
@@ -65,7 +74,7 @@ const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries:
  * only); over HTTP one call as Codex sends it there, which must run nothing.
  */
 export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
-  const call = async (entries: SandboxEntries) => (await grammarProbe(ctx, undefined, entries, { adapter, check })).probe;
+  const call = (entries: SandboxEntries) => probeTool(ctx, adapter, check, entries);
   const shaped = async (entries: SandboxEntries) => {
     const probes = [];
     for (const entry of TOOL_SHAPES) {
@@ -86,18 +95,48 @@ export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, 
   return { adapter, control, refusals, shaped: await shaped(ctx.codexEntries()) };
 }
 
+/** The probe, sent to `adapter`'s tool with these entries. The tool's name goes with the command's form, so that every finding about the call names the tool. */
+async function probeTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, entries: SandboxEntries): Promise<ExecProbe> {
+  return (await grammarProbe(ctx, undefined, entries, { adapter, check })).probe;
+}
+
+const accepted = (probe: ExecProbe | undefined): boolean => probe?.outcome.kind === 'result' && !isRefusal(probe.outcome);
+
+/**
+ * Another exec tool's own control, over stdio (made by the control scenario): the probe with
+ * everything Codex sends, judged as the primary's is. That tool's refusals over HTTP rest on it.
+ */
+export async function toolControl(ctx: IsolatedContext, adapter: ExecAdapter): Promise<ControlFacts> {
+  const probe = await probeTool(ctx, adapter, everyExecTool.id, ctx.codexEntries());
+  if (accepted(probe)) await awaitProbeRuns(ctx, [probe.nonce], ACCEPTED_RUN_WAIT_MS);
+  return controlFacts(probe, await ctx.observe(), ctx.observers, adapter.tool);
+}
+
+/** A tool's own control, from the primary control's facts (ControlFacts.tool); without one, why not. */
+async function ownControl(primary: Promise<ControlFacts>, tool: string): Promise<ControlFacts> {
+  const facts = await primary;
+  if (facts.tool) return facts.tool(tool);
+  return { works: false, detail: `${tool} got no control call over stdio (${facts.detail})` };
+}
+
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
-type ToolVerdict = { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok' };
+type ToolVerdict =
+  { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok'; ran: string };
 
 /** The control with full authority: fine when it ran inside a launch; else a failure or why the tool was not driven. */
-function judgeControl(tool: string, control: ExecProbe, observations: Observations): { facts: ControlFacts; verdict?: ToolVerdict } {
+async function judgeControl(
+  tool: string,
+  control: ExecProbe,
+  observations: Observations,
+  observers: ControlObservers,
+): Promise<{ facts: ControlFacts; verdict?: ToolVerdict }> {
   const rejected = adapterRejection(control.outcome);
   if (rejected)
     return {
       facts: { works: false, detail: 'rejected' },
       verdict: { kind: 'not-driven', why: `${tool}: its call was rejected as invalid: ${rejected.slice(0, 200)}`, rejected: true },
     };
-  const facts = controlFacts(control, observations);
+  const facts = await controlFacts(control, observations, observers, tool);
   if (facts.works) return { facts };
   const runs = probeRunsOf(observations, control.nonce);
   const response = summarizeOutcome(control.outcome);
@@ -118,11 +157,19 @@ function judgeControl(tool: string, control: ExecProbe, observations: Observatio
   return { facts, verdict: { kind: 'not-driven', why: `${tool}: ${facts.detail}`, rejected: false } };
 }
 
-/** A tool's calls, judged: a refusal that ran anything fails whatever the control did. */
-export async function judgeToolCalls(calls: ToolCalls, observations: Observations, stdioControl: Promise<ControlFacts>): Promise<ToolVerdict> {
+/**
+ * A tool's calls, judged: a refusal that ran anything fails whatever the control did; a refusal
+ * passes only on that same tool's control (over stdio its own call here, over HTTP its stdio one).
+ */
+export async function judgeToolCalls(
+  calls: ToolCalls,
+  observations: Observations,
+  observers: ControlObservers,
+  primary: Promise<ControlFacts>,
+): Promise<ToolVerdict> {
   const tool = calls.adapter.tool;
-  const control = calls.control ? judgeControl(tool, calls.control, observations) : undefined;
-  const facts = control ? Promise.resolve(control.facts) : stdioControl;
+  const control = calls.control ? await judgeControl(tool, calls.control, observations, observers) : undefined;
+  const facts = control ? Promise.resolve(control.facts) : ownControl(primary, tool);
   for (const { label, probe } of calls.refusals) {
     const verdict = await judgeFailClosed(probe, observations, facts);
     if (verdict.status === 'fail') return { kind: 'fail', verdict: { ...verdict, message: `${tool}, ${label}: ${verdict.message}` } };
@@ -140,9 +187,10 @@ export async function judgeToolCalls(calls: ToolCalls, observations: Observation
     }) as Verdict & { status: 'fail' };
     return { kind: 'fail', verdict };
   }
-  if (!control && !(await stdioControl).works)
-    return { kind: 'not-driven', why: `${tool}: the refusal over HTTP proves nothing while the stdio control does not run`, rejected: false };
-  return { kind: 'ok' };
+  const own = await facts;
+  if (!control && !own.works)
+    return { kind: 'not-driven', why: `${tool}: the refusal over HTTP proves nothing while its stdio control does not run (${own.detail})`, rejected: false };
+  return { kind: 'ok', ran: own.call?.ran ?? '' };
 }
 
 /** The check's verdict over every tool: the first failure (the others listed), else every tool not driven, else a pass. */
@@ -158,7 +206,9 @@ export function verdictOverTools(judged: { tool: string; verdict: ToolVerdict }[
       hint,
     );
   }
-  return pass(`${judged.map((j) => j.tool).join(', ')}: ${what}`);
+  // What each tool's control ran (the probe, inside which launch): the refusals rest on it.
+  const shown = judged.map(({ tool, verdict }) => `${tool} (control: ${verdict.kind === 'ok' ? verdict.ran : ''})`);
+  return pass(`${shown.join(', ')}: ${what}`);
 }
 
 /** execution/every-exec-tool: the other exec tools, one after another, on one server per transport. */
@@ -175,14 +225,13 @@ export const everyExecToolScenario: Scenario = {
     const driven: ToolCalls[] = [];
     for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
-    const accepted = driven.flatMap(({ control, shaped }) =>
-      [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (probe?.outcome.kind === 'result' && !isRefusal(probe.outcome) ? [probe.nonce] : [])),
+    const nonces = driven.flatMap(({ control, shaped }) =>
+      [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (accepted(probe) ? [probe!.nonce] : [])),
     );
-    await awaitProbeRuns(ctx, accepted, ACCEPTED_RUN_WAIT_MS);
+    await awaitProbeRuns(ctx, nonces, ACCEPTED_RUN_WAIT_MS);
     const observations = await ctx.observe();
-    const control = ctx.transport === 'http' ? ctx.control() : Promise.resolve({ works: true, detail: '' });
     const judged = [];
-    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, control) });
+    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, ctx.observers, ctx.control()) });
     const what =
       ctx.transport === 'http'
         ? 'over HTTP (no launcher, as Codex sends) each refused with nothing run'

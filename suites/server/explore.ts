@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import type { Transport } from '../../harness/codex-wire.js';
 import { isObject } from '../../harness/json.js';
 import { GRAMMAR } from './commands.js';
-import { brokenRules, violationsVerdict } from '../engine/judge.js';
+import { brokenRules, controlledPass, violationsVerdict } from '../engine/judge.js';
 import {
   BAD,
   Burst,
@@ -282,11 +282,11 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   if (executed === 0 && ctx.transport === 'stdio')
     return couldNotRun(`${sequences} sequence${sequences === 1 ? '' : 's'} ran, but no call with valid authority executed anything, so nothing was judged`);
   const seeds = results.map((r) => r.seed).join(', ');
-  return pass(
-    replay
-      ? `the replayed sequence (${replay.seed}:${replay.path}) held the contract`
-      : `${sequences} sequence${sequences === 1 ? '' : 's'} of up to ${MAX_STEPS} steps (seed${results.length === 1 ? '' : 's'} ${seeds}) held the contract; ${executed} executions judged`,
-  );
+  const note = replay
+    ? `the replayed sequence (${replay.seed}:${replay.path}) held the contract`
+    : `${sequences} sequence${sequences === 1 ? '' : 's'} of up to ${MAX_STEPS} steps (seed${results.length === 1 ? '' : 's'} ${seeds}) held the contract; ${executed} executions judged`;
+  // Over HTTP every call must be refused: that says something only when the tool runs commands where it may (the stdio control).
+  return ctx.transport === 'http' ? controlledPass(ctx, 'nothing ran over HTTP', note) : pass(note);
 }
 
 function failure(worker: WorkerResult, outcome: TrafficOutcome): Verdict {

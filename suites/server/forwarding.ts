@@ -1,6 +1,8 @@
 import { LAUNCHER_KEY, OLDER_STATE_UPDATE_METHOD, olderSandboxStateProtocol, STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
 import { bothKeys } from './aliases.js';
+import { isRefusal } from '../../harness/codex-session.js';
 import {
+  awaitProbeRuns,
   commandLabel,
   controlFacts,
   judgeStateReachedLaunch,
@@ -13,7 +15,19 @@ import {
   summarizeOutcome,
 } from '../engine/judge.js';
 import { runsGivenExecutable } from './launcher.js';
-import { couldNotRun, fail, pass, type CheckDef, type ExecProbe, type Scenario, type Verdict, takingTurns } from '../engine/model.js';
+import { toolControl } from './exec-tools.js';
+import {
+  couldNotRun,
+  fail,
+  pass,
+  type CheckDef,
+  type ControlFacts,
+  type ExecProbe,
+  type Scenario,
+  type ScenarioContext,
+  type Verdict,
+  takingTurns,
+} from '../engine/model.js';
 import type { Observations } from '../../harness/observers.js';
 
 export const argvShape: CheckDef = {
@@ -104,11 +118,24 @@ function olderProtocolNote(initializeResult: Record<string, unknown>): string {
   );
 }
 
-/** The control: with everything Codex sends, the command runs through the given codexExecutable. */
-function judgeLauncherUsed(probe: ExecProbe, observations: Observations, initializeResult: Record<string, unknown>): Verdict {
+/**
+ * The control: with everything Codex sends, the command runs inside a launch of the given
+ * codexExecutable. A launch of it whose command never ran shows nothing: a failure when the call
+ * reported success, else could not run (a tool that takes code in another language, say), saying
+ * what the launch printed.
+ */
+function judgeLauncherUsed(probe: ExecProbe, observations: Observations, facts: ControlFacts, initializeResult: Record<string, unknown>): Verdict {
+  if (facts.works) return pass(`the codexExecutable sent ran the command: ${facts.detail}`, facts.call);
   const launch = launchOf(observations, probe.nonce);
-  if (launch?.launcher === 'a') return pass();
   const runs = probeRunsOf(observations, probe.nonce);
+  if (launch?.launcher === 'a' && runs.length === 0) {
+    if (probe.outcome.kind === 'result' && !isRefusal(probe.outcome))
+      return fail(`with everything Codex sends, the call reported success, but the command never ran inside the launch${commandLabel(probe.shown)}`, {
+        expected: { launchedWith: 'the codexExecutable sent', commandRan: 'inside that launch (the probe leaves a record of its run there)' },
+        actual: facts.detail,
+      });
+    return couldNotRun(`the launcher was started, but the command never ran inside it, so nothing was shown${commandLabel(probe.shown)}: ${facts.detail}`);
+  }
   const older = launchesFor(observations, probe.nonce).length === 0 && runs.length === 0 ? olderProtocolNote(initializeResult) : '';
   return fail(
     `with everything Codex sends, the server never ran the command through the ${LAUNCHER_KEY} codexExecutable it was given${commandLabel(probe.shown)}${older}`,
@@ -125,6 +152,26 @@ function judgeLauncherUsed(probe: ExecProbe, observations: Observations, initial
 }
 
 /**
+ * Publishes the control's facts at once (the scenarios waiting on them start), then makes each
+ * other exec tool's own control call (its refusals over HTTP rest on it), in this scenario's turn.
+ */
+async function publishWithToolControls(ctx: ScenarioContext, facts: ControlFacts): Promise<void> {
+  const tools = new Map<string, ControlFacts>();
+  let made!: () => void;
+  const allMade = new Promise<void>((resolve) => (made = resolve));
+  const tool = async (name: string): Promise<ControlFacts> => {
+    await allMade;
+    return tools.get(name) ?? { works: false, detail: `${name} got no control call over stdio (the control scenario did not reach it)` };
+  };
+  ctx.publishControl({ ...facts, tool });
+  try {
+    for (const adapter of ctx.execTools) tools.set(adapter.tool, await toolControl(ctx, adapter));
+  } finally {
+    made();
+  }
+}
+
+/**
  * The control scenario: one call exactly as Codex makes it. It decides the launch and forwarding
  * checks, and tells the fail-closed scenarios whether the exec tool works at all.
  */
@@ -137,10 +184,13 @@ export const codexCallScenario: Scenario = {
   isControl: true,
   run: async (ctx) => {
     const probe = await ctx.execProbe(ctx.codexEntries());
+    // A tool that answers before its command has run (a session, a started process): the control waits for the probe's record.
+    if (probe.outcome.kind === 'result' && !isRefusal(probe.outcome)) await awaitProbeRuns(ctx, [probe.nonce]);
     const observations = await ctx.observe();
-    ctx.publishControl(controlFacts(probe, observations));
+    const facts = await controlFacts(probe, observations, ctx.observers, ctx.exec?.tool ?? '');
+    await publishWithToolControls(ctx, facts);
     return new Map<string, Verdict>([
-      [runsGivenExecutable.id, judgeLauncherUsed(probe, observations, ctx.handshake.initializeResult)],
+      [runsGivenExecutable.id, judgeLauncherUsed(probe, observations, facts, ctx.handshake.initializeResult)],
       [argvShape.id, judgeArgv(probe, observations)],
       [stateUnchanged.id, judgeState(probe, observations)],
       [fidelity.id, judgeFidelity(probe, observations, ctx.state)],

@@ -1,7 +1,7 @@
 import { LAUNCHER_KEY, STATE_KEY, STATE_KEY_DEPRECATED, type SandboxEntries } from '../../harness/codex-wire.js';
 import { join } from 'node:path';
 import { isRefusal } from '../../harness/codex-session.js';
-import { judgeFailClosed, launchesOf, launchOf, summarizeOutcome, waitForControl } from '../engine/judge.js';
+import { awaitProbeRuns, controlledPass, controlRun, judgeFailClosed, launchesOf, ranInside, summarizeOutcome, waitForControl } from '../engine/judge.js';
 import {
   couldNotRun,
   fail,
@@ -23,7 +23,7 @@ export const runsGivenExecutable: CheckDef = {
   title: 'executes exactly the codexExecutable it was given',
   summary: `When "${LAUNCHER_KEY}" is present, the server executes its codexExecutable and nothing else: not a codex found on PATH, not one named in tool arguments. Source: CONTRACT.md §2 and §3 LAUNCH-1.`,
   observes:
-    "The control call, made exactly as Codex makes it over stdio, must be served by a launch of the fake launcher whose path it sent (the launch its probe ran under, else the first that carried its nonce); the server's PATH starts with a trap codex that records any invocation. For every call of the run the monitor charges here a launch by another of the suite's launchers than the one that call sent, and any trap invocation that is not owed to a call that had to be refused or to the check that planted the trap.",
+    "The control call, made exactly as Codex makes it over stdio, must be served by a launch of the fake launcher whose path it sent, and its command must have run inside that launch: the probe's own record carries that launch's id (inside the real sandbox, where a state may forbid the record, the probe's stdout line as the launcher kept it). A launch whose command never ran shows nothing: it fails when the call reported success, and is could not run otherwise (a code tool given a shell line), saying what the launch printed. The server's PATH starts with a trap codex that records any invocation. For every call of the run the monitor charges here a launch by another of the suite's launchers than the one that call sent, and any trap invocation that is not owed to a call that had to be refused or to the check that planted the trap.",
   why: 'Codex verified that executable; any other codex may be a different version, or something else that merely has the name.',
   typicalMistake: "spawn('codex', ...) by bare name, which searches PATH.",
   fix: 'Spawn meta["codex/sandbox-launcher"].codexExecutable by its absolute path.',
@@ -37,7 +37,7 @@ const failClosedCheck = (id: string, rule: 'LAUNCH-2' | 'LAUNCH-3', title: strin
   level: 'MUST',
   title,
   summary: `${sends} The server must fail closed: answer with an error and run nothing (no PATH search, no unsandboxed fallback), unless the operator who started it opted out. Source: CONTRACT.md §3 ${rule}.`,
-  observes: `A fresh server gets each missing or malformed variant in turn, before any valid call. This variant's call must get an error response (a JSON-RPC error or isError: true), with no launch carrying its nonce, no execution record of its probe and no trap invocation${watched}; a refusal only counts when the control call shows the same tool runs commands when given everything Codex sends. The call is registered as one to refuse, so the monitor charges to this check any launch or execution tied to it that is recorded until its server is stopped.`,
+  observes: `A fresh server gets each missing or malformed variant in turn, before any valid call. This variant's call must get an error response (a JSON-RPC error or isError: true), with no launch carrying its nonce, no execution record of its probe and no trap invocation${watched}; a refusal only counts when the control call shows the same tool runs commands when given everything Codex sends (its probe ran inside a launch; a bare launch is no such proof). The call is registered as one to refuse, so the monitor charges to this check any launch or execution tied to it that is recorded until its server is stopped.`,
   why: 'Without a verified launcher and a valid state, the only way to run the command is outside the sandbox, silently.',
   typicalMistake,
   fix: 'Validate the launcher (object, absolute path, existing executable file) and the state (object) on every call; if either is missing or invalid, return isError: true without spawning anything.',
@@ -176,7 +176,7 @@ export const failsClosedAfterSuccess: CheckDef = {
   summary:
     'On one server process, calls with everything Codex sends alternate with calls whose launcher is absent, not an object, relative, missing or not executable, and whose state is absent or not an object. Every one of the latter must be refused with nothing run, however many calls succeeded before. Source: CONTRACT.md §3 LAUNCH-2, LAUNCH-3 and EXEC-1.',
   observes:
-    'On one server process: a valid call, then the seven invalid variants (launcher absent, not an object, relative, missing, not executable; state absent, not an object), with a valid call after every second one and another at the end; each invalid call must get an error response, and at least one valid call must launch for the refusals to count. The invalid calls are registered as ones to refuse, so the monitor charges here any launch or execution tied to them, including one run under the launcher or state remembered from an earlier valid call.',
+    "On one server process: a valid call, then the seven invalid variants (launcher absent, not an object, relative, missing, not executable; state absent, not an object), with a valid call after every second one and another at the end; each invalid call must get an error response, and at least one valid call must run its command inside a launch (the probe's own record) for the refusals to count. The invalid calls are registered as ones to refuse, so the monitor charges here any launch or execution tied to them, including one run under the launcher or state remembered from an earlier valid call.",
   why: "A server that remembers the last good launcher or state runs a call that carried no authority under an earlier call's, which is the silent escape the contract exists to prevent.",
   typicalMistake: 'Keeping the last launcher (or state) in a variable and falling back to it when a call has none.',
   fix: "Read the launcher and the state from each call's own _meta, and refuse the call when either is missing or invalid.",
@@ -213,12 +213,18 @@ const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async 
     if (i % 2 === 1) valid.push(await ctx.execProbe(ctx.codexEntries()));
   }
   valid.push(await ctx.execProbe(ctx.codexEntries()));
+  await awaitProbeRuns(
+    ctx,
+    valid.filter((probe) => !isRefusal(probe.outcome)).map((probe) => probe.nonce),
+  );
   const observations = await ctx.observe();
-  // Nothing may run for the invalid calls: the monitor charges any execution to this check.
-  if (valid.every((probe) => !launchOf(observations, probe.nonce))) {
+  // Nothing may run for the invalid calls: the monitor charges any execution to this check. The
+  // refusals count only beside a valid call whose command ran inside a launch (a bare launch shows nothing).
+  const shown = valid.map((probe) => controlRun(observations, probe.nonce)).find((proof) => proof !== undefined);
+  if (!shown) {
     return (
-      (await waitForControl(ctx, 'no valid call of the sequence launched')) ??
-      couldNotRun('no valid call of the sequence launched, so the refusals prove nothing')
+      (await waitForControl(ctx, 'no valid call of the sequence ran its command inside a launch')) ??
+      couldNotRun('no valid call of the sequence ran its command inside a launch, so the refusals prove nothing')
     );
   }
   if (refusedWrongly.length > 0) {
@@ -227,7 +233,7 @@ const afterSuccessScenario = singleCheckScenario(failsClosedAfterSuccess, async 
       actual: refusedWrongly,
     });
   }
-  return pass();
+  return pass(`every call without valid authority was refused, between valid calls that ran their command (${ranInside(shown)})`);
 });
 
 /** A launcher that fails like a broken bubblewrap, then a normal call: the first command never runs. */
@@ -245,11 +251,11 @@ const brokenSandboxScenario = singleCheckScenario(brokenSandbox, async (ctx) => 
     });
   }
   if (!attempted) {
-    const blocked = await waitForControl(ctx, 'the broken launcher was never tried');
-    return blocked ?? pass('the server refused before launching (it checks its launcher beforehand)');
+    return controlledPass(ctx, 'the broken launcher was never tried', 'the server refused before launching (it checks its launcher beforehand)');
   }
-  // Whether the command ran some other way, then or later, is the monitor's finding, charged here.
-  return pass();
+  // Whether the command ran some other way, then or later, is the monitor's finding, charged here;
+  // that it ran nowhere says something only of a tool that runs commands where it may (the control).
+  return controlledPass(ctx, 'the command never ran', 'the broken launcher was tried and its failure reported as an error');
 });
 
 const launcherAbsent = { label: absentFailsClosed.id };

@@ -17,6 +17,7 @@ import { argumentsNotAuthority, stateFollowsCall } from './authority.js';
 import { Traffic, type CallChecks, type Model, type Step, type TrafficOutcome } from '../engine/traffic.js';
 import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, singleCalls } from '../engine/traffic.js';
 import { driveExecTool, everyExecTool } from './exec-tools.js';
+import { controlledPass } from '../engine/judge.js';
 import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
 
 /**
@@ -274,7 +275,9 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   if (run.error) return { status: 'error', message: `the soak could not finish after ${calls} calls: ${(run.error as Error).message ?? String(run.error)}` };
   if (outcome.executed === 0 && ctx.transport === 'stdio')
     return couldNotRun(`${calls} calls in the soak, but no call with valid authority executed anything, so nothing was judged`);
-  return pass(`${calls} calls over ${seconds} s on one server held the contract; ${outcome.executed} executions judged`);
+  const note = `${calls} calls over ${seconds} s on one server held the contract; ${outcome.executed} executions judged`;
+  // Over HTTP every call must be refused: that says something only when the tool runs commands where it may (the stdio control).
+  return ctx.transport === 'http' ? controlledPass(ctx, 'nothing ran over HTTP', note) : pass(note);
 }
 
 const soakSeconds = (ms: number) => `${Math.round(ms / 1000)} s`;

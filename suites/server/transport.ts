@@ -1,5 +1,5 @@
-import { judgeFailClosed, summarizeOutcome } from '../engine/judge.js';
-import { couldNotRun, fail, pass, singleCheckScenario, type CheckDef, type Scenario, takingTurns } from '../engine/model.js';
+import { judgeFailClosed, passOnControl, summarizeOutcome } from '../engine/judge.js';
+import { couldNotRun, fail, singleCheckScenario, type CheckDef, type Scenario, takingTurns } from '../engine/model.js';
 
 export const httpFailsClosed: CheckDef = {
   id: 'transport/http-fails-closed',
@@ -57,8 +57,8 @@ const httpIgnoresLauncherScenario = singleCheckScenario(
     }
     const facts = await ctx.control();
     return facts.works
-      ? pass()
-      : couldNotRun(`not executing proves nothing: the exec tool did not run a command even with everything Codex sends (${facts.detail})`);
+      ? passOnControl('the codexExecutable that arrived over HTTP was not executed', facts)
+      : couldNotRun(`not executing proves nothing: the exec tool did not run a command inside a launch even with everything Codex sends (${facts.detail})`);
   },
   ['http'],
 );

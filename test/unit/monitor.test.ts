@@ -173,6 +173,18 @@ describe('attribution: executions to calls by nonce, to launches by launch id', 
     expect(pairs(judge([call(1)], { launches: [direct(1, STATE_2)] }))).toEqual([[CANONICAL.stateUnchanged, 1]]);
   });
 
+  test("a run known only by its stdout line (the real sandbox's state refused its record) is judged like any record", () => {
+    const l1 = direct(1);
+    const viaStdout = { ...runOf(1, l1), via: 'stdout' as const };
+    expect(judge([call(1)], { launches: [l1], probeRuns: [viaStdout] })).toEqual([]);
+    // Under another call's state: AUTH-2, as for a run that left its own record.
+    const stale = worker(STATE_1);
+    const calls = [call(1), call(2, { state: STATE_2 })];
+    expect(pairs(judge(calls, { launches: [stale], probeRuns: [runOf(1, stale), { ...runOf(2, stale), via: 'stdout' }] }))).toEqual([
+      [CANONICAL.staleAuthority, 2],
+    ]);
+  });
+
   test('a worker launched once and fed several calls with the same authority is fine', () => {
     const w = worker(STATE_1);
     const calls = [call(1), call(2), call(3)];

@@ -1,8 +1,9 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { ScenarioObservers } from '../../harness/observers.js';
+import { ScenarioObservers, unrecordedProbeLines } from '../../harness/observers.js';
 
 test('a probe record created but not written (yet, or ever) is no record: no reader takes it for a run outside any launch', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'msc-observers-test-'));
@@ -16,4 +17,37 @@ test('a probe record created but not written (yet, or ever) is no record: no rea
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the launcher keeps the head of what a launch printed, passing it all through with its exit status; the reader skips its fifos', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'msc-observers-test-'));
+  try {
+    const observers = await ScenarioObservers.create(dir);
+    const script = 'echo out; echo "SyntaxError: invalid syntax" >&2; head -c 9000 /dev/zero | tr "\\0" x; exit 3';
+    const done = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(observers.launcherPath, ['sandbox', '--sandbox-state-json', '{}', '--', '/bin/sh', '-c', script], (error, stdout) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout }),
+      );
+      child.stdin?.end();
+    });
+    expect(done.code).toBe(3);
+    expect(done.stdout.length).toBe('out\n'.length + 9000);
+    const { launches } = await observers.read();
+    expect(launches).toHaveLength(1);
+    const printed = await observers.printed(launches[0]!.id);
+    expect(printed.stderr).toBe('SyntaxError: invalid syntax\n');
+    expect(printed.stdout.startsWith('out\nxxx')).toBe(true);
+    // Bounded: the launcher keeps at most 4 KB a stream, the suite reads at most 2 KB.
+    expect(printed.stdout.length).toBeLessThanOrEqual(2048);
+    expect(await observers.printed('../../etc/passwd')).toEqual({ stdout: '', stderr: '' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a probe's stdout line is a record only when it says it left none, and only for the launch whose output holds it", () => {
+  const stdout = 'ok 0123456789ab launch-1-2-a unrecorded\nok 0123456789ab launch-1-2-a recorded\nok 0123456789ab launch-9-9-a unrecorded\nnoise\n';
+  expect(unrecordedProbeLines(stdout, 'launch-1-2-a')).toEqual([
+    { nonce: '0123456789ab', launchId: 'launch-1-2-a', cwd: '', pid: '', invoked: '', via: 'stdout' },
+  ]);
 });
