@@ -1,0 +1,59 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { interpreterOn, languageNamed, LANGUAGES, languagesMentioned } from '../../harness/languages.js';
+
+// The programs a code tool gets (harness/languages.ts), run by the interpreters this machine has.
+const scratch = mkdtempSync(join(tmpdir(), 'msc-languages-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Records its argv, one element a line, and exits with the status its first argument names. */
+const recorder = join(scratch, 'record');
+writeFileSync(recorder, `#!/bin/sh\nprintf '%s\\n' "$@" > '${scratch}/argv'\nexit "$1"\n`);
+chmodSync(recorder, 0o755);
+// Everything a language's literal syntax could trip on: quotes, escapes, interpolation, newlines, non-ASCII.
+const awkward = [`it's "quoted"`, 'back\\slash \\n', '$HOME #{x} @list ${y} `z`', 'line one\nline two', 'héllo 日本語 🚀', ''];
+
+describe.each(LANGUAGES.map((language) => [language.label, language] as const))('%s', (_label, language) => {
+  const interpreter = interpreterOn(language, process.env.PATH);
+  const runs = (program: string) => {
+    // As a code tool runs it: `-c`/`-e` for most, a file for PHP (whose programs have no open tag: -r).
+    const flag = { python: '-c', javascript: '-e', typescript: '-e', ruby: '-e', perl: '-e', php: '-r', shell: '-c' }[language.id];
+    return spawnSync(interpreter!, [flag, program], { encoding: 'utf8' });
+  };
+  test.skipIf(!interpreter)('its program runs the command with its argv intact and exits with its status', () => {
+    for (const status of ['0', '3']) {
+      const run = runs(language.program([recorder, status, ...awkward]));
+      expect(run.status, run.stderr).toBe(Number(status));
+      expect(readFileSync(join(scratch, 'argv'), 'utf8')).toBe([status, ...awkward].map((a) => `${a}\n`).join(''));
+    }
+  });
+});
+
+test('this machine runs the programs of at least Python, JavaScript and shell (the languages most code tools take)', () => {
+  const found = LANGUAGES.filter((l) => interpreterOn(l, process.env.PATH)).map((l) => l.id);
+  expect(found).toEqual(expect.arrayContaining(['python', 'javascript', 'shell']));
+});
+
+test('languages by name, and in a tool name or description', () => {
+  expect(languageNamed('Python3')?.id).toBe('python');
+  expect(languageNamed('javascript')?.id).toBe('javascript');
+  expect(languageNamed('bash')?.id).toBe('shell');
+  expect(languageNamed('cobol')).toBeUndefined();
+  expect(languagesMentioned('run_python_code').map((l) => l.id)).toEqual(['python']);
+  expect(languagesMentioned('Execute JavaScript or Python code and return stdout').map((l) => l.id)).toEqual(['javascript', 'python']);
+  expect(languagesMentioned('shell-out helper for the workspace').map((l) => l.id)).toEqual(['shell']);
+  expect(languagesMentioned('Publish a post').map((l) => l.id)).toEqual([]);
+});
+
+test('an interpreter is found on PATH only as an executable file', () => {
+  const bin = join(scratch, 'bin');
+  execFileSync('mkdir', ['-p', bin]);
+  writeFileSync(join(bin, 'ruby'), '#!/bin/sh\n');
+  const ruby = LANGUAGES.find((l) => l.id === 'ruby')!;
+  expect(interpreterOn(ruby, bin)).toBeUndefined();
+  chmodSync(join(bin, 'ruby'), 0o755);
+  expect(interpreterOn(ruby, `relative/dir:${bin}`)).toBe(join(bin, 'ruby'));
+});
