@@ -1,5 +1,5 @@
 import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { basename, delimiter, isAbsolute, join } from 'node:path';
 import { shellQuote } from './observers.js';
 
 /**
@@ -131,4 +131,81 @@ export function interpreterOn(language: Language, path: string | undefined): str
     }
   }
   return undefined;
+}
+
+/** Where a code tool takes its program, how it names the language, and the languages it offers. */
+export interface CodeTool {
+  /** The property the program goes in. */
+  property: string;
+  /** The property that names the language or interpreter (an enum or a free string), if any. */
+  languageProperty?: string;
+  /** The languages it offers that this machine runs, each with the value its language property gets (none: named by the tool). */
+  languages: { language: Language; value?: string }[];
+  /** The languages it offers that this machine does not run (for the report). */
+  missing: string[];
+}
+
+/** A program's property: `code`, `source`, `program`, `python_code`, `jsCode`. */
+const CODE_PROPERTY = /^(code|source|source_?code|program|snippet)$|(_c|C)ode$/;
+/** The property that names the language: an enum of languages, or a free interpreter name. */
+const LANGUAGE_PROPERTY = /^(language|language_?id|lang|runtime|interpreter|kernel)$/i;
+
+const schemaOf = (tool: Record<string, unknown>) => {
+  const input = tool.inputSchema;
+  const properties = typeof input === 'object' && input !== null && 'properties' in input ? (input as { properties?: unknown }).properties : undefined;
+  return (typeof properties === 'object' && properties !== null ? properties : {}) as Record<string, Record<string, unknown> | undefined>;
+};
+
+/**
+ * How a tool takes code, if it does: a program property beside a language (an enum of languages, a
+ * free language or interpreter string, or a language in the tool's name or description) that is not
+ * only shell. `path` is the PATH the programs' interpreters are looked up on. Undefined for a tool
+ * that takes no code (a shell tool among them: it gets shell lines).
+ */
+export function codeToolOf(tool: Record<string, unknown>, path: string | undefined): CodeTool | undefined {
+  const properties = schemaOf(tool);
+  const names = Object.keys(properties);
+  const languageProperty = names.find((name) => LANGUAGE_PROPERTY.test(name) && isStringSchema(properties[name]));
+  const offered = offeredLanguages(tool, languageProperty ? properties[languageProperty] : undefined, languageProperty, path);
+  const property =
+    names.find((name) => CODE_PROPERTY.test(name) && isStringSchema(properties[name])) ??
+    (offered.some((o) => o.language.id !== 'shell') ? names.find((n) => n === 'script') : undefined);
+  if (property === undefined || offered.every((o) => o.language.id === 'shell')) return undefined;
+  const runnable = offered.filter((o) => interpreterOn(o.language, path) !== undefined);
+  const unknown = languageProperty ? enumValues(properties[languageProperty]).filter((value) => !languageNamed(value)) : [];
+  const missing = [...offered.filter((o) => !runnable.includes(o)).map((o) => o.language.label), ...unknown];
+  return { property, ...(languageProperty ? { languageProperty } : {}), languages: runnable, missing: [...new Set(missing)] };
+}
+
+const enumValues = (schema: Record<string, unknown> | undefined): string[] =>
+  schema && Array.isArray(schema.enum) ? schema.enum.filter((v): v is string => typeof v === 'string') : [];
+
+const isStringSchema = (schema: Record<string, unknown> | undefined) =>
+  schema !== undefined && (schema.type === 'string' || (Array.isArray(schema.type) && schema.type.includes('string')) || Array.isArray(schema.enum));
+
+/** The languages a tool offers, each with the value its language property takes for it. */
+function offeredLanguages(
+  tool: Record<string, unknown>,
+  schema: Record<string, unknown> | undefined,
+  property: string | undefined,
+  path: string | undefined,
+): { language: Language; value?: string }[] {
+  if (schema && Array.isArray(schema.enum)) {
+    const seen = new Set<LanguageId>();
+    return schema.enum.flatMap((value) => {
+      const language = typeof value === 'string' ? languageNamed(value) : undefined;
+      if (!language || seen.has(language.id)) return [];
+      seen.add(language.id);
+      return [{ language, value: value as string }];
+    });
+  }
+  const described = languagesMentioned(`${String(tool.name ?? '')} ${typeof tool.description === 'string' ? tool.description : ''}`);
+  // A free language or interpreter string: what the tool names, else every language (the name a model would write).
+  if (property !== undefined) {
+    const free = described.length > 0 ? described : LANGUAGES.filter((l) => l.id !== 'typescript');
+    // An interpreter by the name it has here (python3, not python, where only that exists).
+    const interpreterName = (language: Language) => basename(interpreterOn(language, path) ?? language.interpreters[0]!);
+    return free.map((language) => ({ language, value: /interpreter|runtime/i.test(property) ? interpreterName(language) : language.id }));
+  }
+  return described.map((language) => ({ language }));
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { interpreterOn, languageNamed, LANGUAGES, languagesMentioned } from '../../harness/languages.js';
+import { codeToolOf, interpreterOn, languageNamed, LANGUAGES, languagesMentioned } from '../../harness/languages.js';
 
 // The programs a code tool gets (harness/languages.ts), run by the interpreters this machine has.
 const scratch = mkdtempSync(join(tmpdir(), 'msc-languages-'));
@@ -56,4 +56,46 @@ test('an interpreter is found on PATH only as an executable file', () => {
   expect(interpreterOn(ruby, bin)).toBeUndefined();
   chmodSync(join(bin, 'ruby'), 0o755);
   expect(interpreterOn(ruby, `relative/dir:${bin}`)).toBe(join(bin, 'ruby'));
+});
+
+describe('code tools', () => {
+  const tool = (name: string, properties: Record<string, unknown>, description = '') => ({ name, description, inputSchema: { type: 'object', properties } });
+  const ids = (found: ReturnType<typeof codeToolOf>) => found?.languages.map((l) => [l.language.id, l.value]);
+  const path = process.env.PATH;
+  test('a language in the name: the program goes in its code property', () => {
+    const found = codeToolOf(tool('run_python', { code: { type: 'string' } }), path);
+    expect(found).toMatchObject({ property: 'code', missing: [] });
+    expect(ids(found)).toEqual([['python', undefined]]);
+    expect(ids(codeToolOf(tool('exec', { python_code: { type: 'string' } }, 'Execute Python code.'), path))).toEqual([['python', undefined]]);
+  });
+  test('a language enum (as mcp-server-code-runner has it): each language this machine runs, with its enum value; the others said', () => {
+    const found = codeToolOf(
+      tool('run-code', { code: { type: 'string' }, languageId: { type: 'string', enum: ['javascript', 'typescript', 'python', 'cobol', 'shellscript'] } }),
+      path,
+    );
+    expect(found?.languageProperty).toBe('languageId');
+    expect(ids(found)).toEqual([
+      ['javascript', 'javascript'],
+      ['python', 'python'],
+      ['shell', 'shellscript'],
+    ]);
+    expect(found?.missing).toEqual(['TypeScript', 'cobol']);
+  });
+  test('a free interpreter string: every language this machine runs, by the interpreter name found here', () => {
+    const found = codeToolOf(tool('execute', { code: { type: 'string' }, interpreter: { type: 'string' } }), path);
+    expect(found?.languageProperty).toBe('interpreter');
+    expect(ids(found)).toEqual(
+      expect.arrayContaining([
+        ['python', 'python3'],
+        ['javascript', 'node'],
+      ]),
+    );
+  });
+  test('a shell tool, or a tool with no language, takes no code', () => {
+    expect(codeToolOf(tool('run_script', { script: { type: 'string' } }, 'Run a shell script.'), path)).toBeUndefined();
+    expect(codeToolOf(tool('exec', { command: { type: 'array' } }, 'Run a command.'), path)).toBeUndefined();
+    expect(codeToolOf(tool('evaluate', { code: { type: 'string' } }, 'Evaluate an expression.'), path)).toBeUndefined();
+    expect(ids(codeToolOf(tool('run_ruby', { script: { type: 'string' } }), path))).toEqual([]);
+    expect(codeToolOf(tool('run_ruby', { script: { type: 'string' } }), path)?.missing).toEqual(['Ruby']);
+  });
 });
