@@ -196,7 +196,10 @@ export function resolveExecAdapter(
   configured?: ConfiguredExec | readonly ConfiguredExec[],
   filter?: ToolFilter,
 ): ExecAdapter | { missing: string } {
-  return resolveExecTools(allTools, configured === undefined ? [] : Array.isArray(configured) ? configured : [configured as ConfiguredExec], filter).primary;
+  return resolveExecTools(allTools, {
+    configured: configured === undefined ? [] : Array.isArray(configured) ? configured : [configured as ConfiguredExec],
+    filter,
+  }).primary;
 }
 
 /** What the suite does with one listed tool: drives it (and how), or not, and why. */
@@ -207,8 +210,8 @@ export interface ToolAccount {
   adapter?: ExecAdapter;
   /** Why it is not exercised. */
   why?: string;
-  /** Set when --exercise-all-tools would drive it (its annotations mark it destructive or open-world). */
-  annotated?: boolean;
+  /** Set when the operator left it out by name (--skip-tool, "skipTools"): an exec tool no check drove. */
+  skipped?: boolean;
   /** Listed only later on a long-lived server: when (e.g. "after notifications/tools/list_changed"). */
   late?: string;
   /** The shapes of the arguments its calls are sent (argumentsShape), set only where they say more than its template. */
@@ -222,25 +225,24 @@ export interface ExecTools {
   accounts: ToolAccount[];
 }
 
-/** The annotations that keep a tool from being driven without --exercise-all-tools, in words; undefined when none. */
-function riskyAnnotations(tool: Record<string, unknown>): string | undefined {
-  const annotations = isObject(tool.annotations) ? tool.annotations : {};
-  const risky = (['destructiveHint', 'openWorldHint'] as const).filter((hint) => annotations[hint] === true);
-  return risky.length ? `its annotations say ${risky.map((h) => `${h}: true`).join(' and ')}` : undefined;
+/** What the operator said about the tools: how to call some (the first named is the primary), and which to leave out. */
+export interface ToolChoices {
+  configured?: readonly ConfiguredExec[];
+  filter?: ToolFilter;
+  /** Tools left out by name (--skip-tool, "skipTools"): the only way an exec tool is not driven. */
+  skip?: readonly string[];
 }
 
+export const SKIPPED_BY_OPERATOR = 'left out by the operator: --skip-tool';
+
 /**
- * Resolves every tool that can run a command. With tools named by the operator, exactly those (the
- * first is the primary); otherwise every allowed tool detection can drive, in listing order. An
- * extra tool whose annotations say destructive or open-world is driven only with `exerciseAll`.
- * Every listed tool gets an account, so none is silently ignored.
+ * Resolves every tool that can run a command. The tools the operator named come first, called as
+ * they said (the first is the primary); detection still runs over every other allowed tool, in
+ * listing order, since naming how to call one tool says nothing about the others, and a model calls
+ * them all. Annotations keep no tool out (MCP's defaults call any tool destructive and open-world):
+ * only a name in `skip` does, and its account says so. Every listed tool gets an account.
  */
-export function resolveExecTools(
-  allTools: Record<string, unknown>[],
-  configured: readonly ConfiguredExec[] = [],
-  filter?: ToolFilter,
-  options: { exerciseAll?: boolean } = {},
-): ExecTools {
+export function resolveExecTools(allTools: Record<string, unknown>[], { configured = [], filter, skip = [] }: ToolChoices = {}): ExecTools {
   const tools = allTools.filter((t) => toolAllowed(filter, t.name));
   const adapters: ExecAdapter[] = [];
   const accounts = new Map<string, ToolAccount>();
@@ -255,7 +257,7 @@ export function resolveExecTools(
   for (const tool of allTools) {
     const name = typeof tool.name === 'string' ? tool.name : undefined;
     if (name === undefined || accounts.has(name) || adapters.some((a) => a.tool === name)) continue;
-    const account = accountOf(tool, name, { configured: configured.length > 0, first: adapters.length === 0, filter, exerciseAll: options.exerciseAll });
+    const account = skip.includes(name) ? { name, why: SKIPPED_BY_OPERATOR, skipped: true } : accountOf(tool, name, filter);
     if ('tool' in account) adapters.push(account);
     else accounts.set(name, account);
   }
@@ -267,19 +269,10 @@ export function resolveExecTools(
   return { primary, extra: missing !== undefined ? adapters : adapters.slice(1), accounts: ordered };
 }
 
-interface AccountContext {
-  /** The operator named the exec tools: detection adds none. */
-  configured: boolean;
-  /** No exec tool found yet: this one would be the primary, which is driven whatever its annotations (as before). */
-  first: boolean;
-  filter?: ToolFilter;
-  exerciseAll?: boolean;
-}
-
 /** Detection's verdict on one listed tool: an adapter, or why it is not exercised. */
-function accountOf(tool: Record<string, unknown>, name: string, ctx: AccountContext): ExecAdapter | ToolAccount {
+function accountOf(tool: Record<string, unknown>, name: string, filter: ToolFilter | undefined): ExecAdapter | ToolAccount {
   const found = detectTemplate(tool);
-  if (!toolAllowed(ctx.filter, name))
+  if (!toolAllowed(filter, name))
     return { name, why: 'not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it' };
   if (found === undefined) {
     return {
@@ -287,9 +280,6 @@ function accountOf(tool: Record<string, unknown>, name: string, ctx: AccountCont
       why: describesRunning(tool) ? 'its description says it runs something, but it has no property the suite can place a command in' : 'no command-like input',
     };
   }
-  if (ctx.configured) return { name, why: 'it takes a command, but the exec tools were named by the operator and it is not one of them' };
-  const risky = !ctx.first && !ctx.exerciseAll ? riskyAnnotations(tool) : undefined;
-  if (risky) return { name, why: risky, annotated: true };
   return detected(name, found, 'detected');
 }
 

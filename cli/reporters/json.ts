@@ -76,6 +76,8 @@ export interface ReportedTool {
   role?: 'primary' | 'extra';
   exec?: ExecAdapter;
   why?: string;
+  /** Left out by the operator by name (--skip-tool, "skipTools"). */
+  skipped?: boolean;
   late?: string;
   description: string;
 }
@@ -86,6 +88,7 @@ const reportedTool = (account: ToolAccount): ReportedTool => ({
   ...(account.role ? { role: account.role } : {}),
   ...(account.adapter ? { exec: reportedExec(account.adapter) } : {}),
   ...(account.why ? { why: account.why } : {}),
+  ...(account.skipped ? { skipped: true } : {}),
   ...(account.late ? { late: account.late } : {}),
   description: toolAccountText(account),
 });

@@ -369,7 +369,7 @@ export interface ScenarioContext {
   readonly lifetime: Lifetime;
   /**
    * A later listing of this server's tools: resolved as detection resolves the first (the named
-   * tools, the tool filter, --exercise-all-tools), the tools not listed before added to the
+   * tools, the tool filter, --skip-tool), the tools not listed before added to the
    * report's list (noting `when`), and the exec tools among them returned, to be driven.
    */
   newExecTools(tools: Record<string, unknown>[], when: string): ExecAdapter[];

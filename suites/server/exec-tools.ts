@@ -25,7 +25,7 @@ export const everyExecTool: CheckDef = {
   summary:
     'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
   observes:
-    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends three commands past the sizes and forms a server may special-case (a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those three as Codex sends them there (nothing may run). Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends, at once, four commands past the durations, sizes and forms a server may special-case (a command that works for 2.5 s before it runs the probe, a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those four as Codex sends them there (nothing may run). Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
   why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
   typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
@@ -50,6 +50,7 @@ export interface ToolCalls {
  * a `bash -lc` unwrapped). The monitor judges where each ran.
  */
 const TOOL_SHAPES: GrammarEntry[] = [
+  { form: 'slow: works first', size: '100 B' },
   { form: 'simple', size: '1 KB' },
   { form: 'bash -lc', size: '8 KB' },
   { form: 'heredoc', size: '100 KB' },
@@ -66,14 +67,14 @@ const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries:
  */
 export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
   const call = async (entries: SandboxEntries) => (await grammarProbe(ctx, undefined, entries, { adapter, check })).probe;
-  const shaped = async (entries: SandboxEntries) => {
-    const probes = [];
-    for (const entry of TOOL_SHAPES) {
-      const { form, probe } = await grammarProbe(ctx, entry, entries, { adapter, check });
-      probes.push({ label: form, probe });
-    }
-    return probes;
-  };
+  // At once: the slow command's seconds overlap the others'.
+  const shaped = (entries: SandboxEntries) =>
+    Promise.all(
+      TOOL_SHAPES.map(async (entry) => {
+        const { form, probe } = await grammarProbe(ctx, entry, entries, { adapter, check });
+        return { label: form, probe };
+      }),
+    );
   if (ctx.transport === 'http') {
     const refusals = [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }];
     for (const { label, probe } of await shaped(ctx.codexEntries())) refusals.push({ label: `over HTTP (${label})`, probe });
