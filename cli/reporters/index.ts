@@ -184,7 +184,7 @@ export function toolAccountText(account: ToolAccount, names: readonly string[] =
   const adapter = reportedExec(account.adapter);
   const what = account.role === 'primary' ? 'every check' : 'the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool)';
   const late = account.late ? `, listed later (${account.late})` : '';
-  const shapes = account.shapes ? `, sent as ${account.shapes.map((shape) => JSON.stringify(redactValue(shape))).join(' or ')}` : '';
+  const shapes = account.sent ? `; its calls also send ${account.sent.join('; ')}` : '';
   return `${name}: tested by ${what}${late} with ${JSON.stringify(adapter.arguments)}${shapes} (${ORIGIN[adapter.source]}${detectionNotes(adapter)})`;
 }
 

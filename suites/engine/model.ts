@@ -1,5 +1,6 @@
 import type { ConnectionPurpose, SandboxEntries, Transport } from '../../harness/codex-wire.js';
 import type { ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import type { LanguageId } from '../../harness/languages.js';
 import type { Connection } from '../../harness/target.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Handshake, CodexSession, RawOutcome } from '../../harness/codex-session.js';
@@ -437,6 +438,8 @@ export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
   adapter?: ExecAdapter;
   /** Optional properties of the tool set on this call (suites/engine/tool-calls.ts; default: none). */
   optional?: Readonly<Record<string, unknown>>;
+  /** A code tool's language for this call (default: the first it offers that this machine runs). */
+  language?: LanguageId;
   /** Extra tool arguments (AUTH-1 smuggles authority in them). */
   extraArguments?: Record<string, unknown>;
   /**

@@ -143,7 +143,12 @@ export const configuredExecs = (exec: ConfiguredExec | readonly ConfiguredExec[]
   exec === undefined ? [] : Array.isArray(exec) ? exec : [exec as ConfiguredExec];
 
 /** What the plan says about the server's tools: how to call the named ones, which the host may call, which to leave out. */
-const toolChoices = (plan: RunPlan): ToolChoices => ({ configured: configuredExecs(plan.exec), filter: plan.tools, skip: plan.skipTools });
+const toolChoices = (plan: RunPlan): ToolChoices => {
+  const { stdio, http } = plan.targets;
+  // A code tool's interpreters are looked up where the server runs them: on its own PATH.
+  const path = stdio?.environment.PATH ?? (http?.kind === 'http-command' ? http.environment.PATH : undefined) ?? process.env.PATH;
+  return { configured: configuredExecs(plan.exec), filter: plan.tools, skip: plan.skipTools, path };
+};
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
 type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, startedAt: number, timed?: boolean) => CallSite;
