@@ -288,7 +288,7 @@ describe('a target that starts and then misbehaves: exec checks error or could n
     // One wave (a job for each of the launcher scenarios), each cut at 3 s, started at most
     // CONTROL_PATIENCE_MS after the control's server (they wait for its facts that long), then the
     // resident server's wait for its core calls once they are done, at most a scenario timeout
-    // (suites/engine/runner.ts, capResident), plus the 1 s kill grace at most.
+    // (suites/server/lifetime.ts, ResidentLifecycle), plus the 1 s kill grace at most.
     expect(run.report!.durationMs).toBeLessThan(SCENARIO_S * 1000 + CONTROL_PATIENCE_MS + SCENARIO_S * 1000 + 3000);
     expectNoSurvivors(run);
   });

@@ -11,11 +11,11 @@ export async function driveHostScenario(run: ScenarioRun, scope: ProcessScope): 
   const forget = scope.onAbort((reason) => controller.abort(reason));
   try {
     const driven = await scenario.drive({ host: plan.host!, transport: run.job.transport, selected: plan.select, signal: controller.signal });
-    run.transcript = driven.transcript;
+    run.recorded.transcript = driven.transcript;
     if (driven.startFailure) throw new TargetStartError(driven.startFailure.message, driven.startFailure.stderrTail);
     run.serverStarted();
     for (const [id, verdict] of driven.verdicts) run.decide(id, verdict);
-    run.timing!.runMs = Date.now() - run.t0;
+    run.clock.timing!.runMs = Date.now() - run.clock.t0;
   } finally {
     forget();
   }

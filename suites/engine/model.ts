@@ -306,7 +306,8 @@ export interface RunOptions {
   resident?: boolean;
 }
 
-export interface ScenarioContext {
+/** What every server scenario acts through (the runner's server driver makes it); the resident and exploration have their parts too. */
+export interface EveryScenarioContext {
   readonly options: RunOptions;
   readonly transport: Transport;
   readonly session: CodexSession;
@@ -343,8 +344,6 @@ export interface ScenarioContext {
    * monitor also sees a command that runs late (the worker is free meanwhile).
    */
   lingerAfter(ms: number): void;
-  /** Counts server starts the scenario left out because a known blocker had decided what they would show (the report's stats). */
-  startsSaved(starts: number): void;
   /**
    * Plants a trap (see ScenarioObservers.trap; `executable: false` leaves off the execute bit)
    * whose firing is charged to `check` (default: this scenario's first check).
@@ -356,16 +355,26 @@ export interface ScenarioContext {
   readonly sessionAdapter?: SessionAdapter;
   /** Another connection to the target (a fresh server for a started target; an inventory one if asked); closed by the runner. */
   openConnection(purpose?: ConnectionPurpose): Promise<Connection>;
+  /** How far a long scenario got, for the live progress line (e.g. "5/12 sequences"). */
+  progress(note: string): void;
+  /** Waits `ms` without holding one of the run's job slots (another scenario runs meanwhile); cut short when the scenario is given up. */
+  idle(ms: number): Promise<void>;
+}
+
+/** What only the long-lived traffic uses: exploration's and the soak's fresh servers, and what they spared. */
+export interface ExplorationContext {
   /**
    * Runs `body` against a fresh server with observers of its own, closes that server, and judges
    * every call `body` made with the sandbox monitor at once (not at the end of the run): each
    * exploration sequence is one such run.
    */
   isolated<T>(body: (sub: IsolatedContext) => Promise<T>, options?: { timed?: boolean }): Promise<IsolatedRun<T>>;
-  /** How far a long scenario got, for the live progress line (e.g. "5/12 sequences"). */
-  progress(note: string): void;
-  /** Waits `ms` without holding one of the run's job slots (another scenario runs meanwhile); cut short when the scenario is given up. */
-  idle(ms: number): Promise<void>;
+  /** Counts server starts the scenario left out because a known blocker had decided what they would show (the report's stats). */
+  startsSaved(starts: number): void;
+}
+
+/** What only the resident uses: the rest of the run, and the tools its server lists later. */
+export interface ResidentContext {
   /** The rest of the run, as a resident scenario (ScenarioBase.resident) sees it. */
   readonly lifetime: Lifetime;
   /**
@@ -376,6 +385,9 @@ export interface ScenarioContext {
   newExecTools(tools: Record<string, unknown>[], when: string): ExecAdapter[];
 }
 
+/** The context a server scenario runs with: every scenario's part, exploration's and the resident's. */
+export type ScenarioContext = EveryScenarioContext & ExplorationContext & ResidentContext;
+
 /** What a resident scenario knows of the run around it. */
 export interface Lifetime {
   /** Resolves once every other scenario of the run has finished. */
@@ -384,10 +396,41 @@ export interface Lifetime {
   progress(): number;
   /** Whether a job slot is free with no scenario left to start: calls made now take nothing from the others. */
   spare(): boolean;
-  /** Says the resident's server is up and its first call goes out (or it has none to make): the others may start (runner.ts, head start). */
-  underWay(): void;
-  /** Says the resident made the calls a defect on a count or a timer needs: once the others are done too, it gets a short grace only. */
-  coreDone(): void;
+  /** What the resident says of itself (ResidentLife): a milestone reached, a call answered. */
+  reached(milestone: ResidentMilestone): void;
+  answered(): void;
+}
+
+/**
+ * A resident's milestones: `calling`, its server is up and its first call goes out (or it has none
+ * to make): the others may start; `core`, it made the calls a defect on a count or a timer needs.
+ */
+export type ResidentMilestone = 'calling' | 'core';
+
+/** A running scenario's deadline, as a resident's life moves it. */
+export interface Deadline {
+  /** Ends the budget at most `ms` from now. */
+  cap(ms: number): void;
+  /** Sets the end `ms` from now. */
+  renew(ms: number): void;
+}
+
+/**
+ * A resident's life (suites/server/lifetime.ts), as the runner drives it: the residents start
+ * first, the others once each is `calling` (at most `headStartMs` later); once the others are done,
+ * `othersDone` cuts its deadline as its life says; `unfinished` says what its end leaves unjudged.
+ */
+export interface ResidentLife {
+  readonly headStartMs: number;
+  /** Resolves once it reached 'calling' (the runner also says so when the resident ends). */
+  readonly calling: Promise<void>;
+  reached(milestone: ResidentMilestone): void;
+  /** One of its calls was answered. */
+  answered(): void;
+  /** Called once every other scenario is done, with its deadline and the run's scenario timeout. */
+  othersDone(deadline: Deadline, scenarioTimeoutMs: number): Promise<void>;
+  /** Why the checks it charges are not judged in full when it ended by `reason` (`crashed`: a bug of ours); undefined when they are. */
+  unfinished(reason: string, crashed: boolean): string | undefined;
 }
 
 /** What a body of ScenarioContext.isolated can do: calls on its own server, watched by its own observers. */
@@ -501,12 +544,12 @@ export interface ScenarioBase {
   lastTurn?: boolean;
   /**
    * A resident scenario: it decides no check of its own (`checks` is empty). Its server starts
-   * before the other scenarios, which wait for it to send its first call (Lifetime.underWay; at most 1 s), and
+   * before the other scenarios, which wait for it to send its first call (ResidentLife), and
    * lives until they are all done, outside the job slots; the
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
-   * `charges` is selected.
+   * `charges` is selected; `life` makes its lifecycle, one per run of it.
    */
-  resident?: { charges: string[] };
+  resident?: { charges: string[]; life(): ResidentLife };
 }
 
 /** A scenario of server mode: the runner starts the server and hands the scenario the connection. */

@@ -81,3 +81,54 @@ export class JobPool {
     if (this.underWay === 0 && this.next >= this.tasks.length) this.finished?.();
   }
 }
+
+/**
+ * One job's hold on an acting slot of `pool` (none: a job that acts at once, the control or a
+ * resident): taken before it acts on its server, given back when it is done, and lent while
+ * every one of its waits is under way (an idle step, a server starting), taken back before it goes on.
+ */
+export class JobSlot {
+  /** How many of its waits are under way. */
+  private waits = 0;
+  private held = false;
+  private lent = false;
+
+  /** `waited`: told how long a turn took to come, when it took 100 ms or more (not the job's own time). */
+  constructor(
+    private readonly pool: JobPool | undefined,
+    private readonly waited: (ms: number) => void,
+  ) {}
+
+  /** Takes an acting slot: at once if one is free and nobody waits, else in turn. */
+  async act(): Promise<void> {
+    if (!this.pool) return;
+    const waitStarted = Date.now();
+    await this.pool.act();
+    this.held = true;
+    const waited = Date.now() - waitStarted;
+    if (waited >= 100) this.waited(waited);
+  }
+
+  /** Gives the acting slot back, if it holds one. */
+  rest(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.pool?.rest();
+  }
+
+  /** Awaits `work` that only waits, lending the slot meanwhile. */
+  async waiting<T>(work: Promise<T>): Promise<T> {
+    if (this.waits++ === 0 && this.held) {
+      this.rest();
+      this.lent = true;
+    }
+    try {
+      return await work;
+    } finally {
+      if (--this.waits === 0 && this.lent) {
+        this.lent = false;
+        await this.act();
+      }
+    }
+  }
+}

@@ -12,14 +12,6 @@ import { SuiteRun } from './suite-run.js';
 export { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, type ProgressEvent, type RunPlan, type RunReport, type StartFailure } from './plan.js';
 export { sandboxOptIn } from './server-driver.js';
 
-/** How long the others wait at most for the residents to send their first calls. */
-const RESIDENT_HEAD_START_MS = 1_000;
-
-/** How long a resident may go on once every other scenario is done and it made its core calls. */
-const RESIDENT_GRACE_MS = 2_000;
-/** How long a resident that has not made its core calls may go on without progress once every other scenario is done. */
-const RESIDENT_CORE_WAIT_MS = 20_000;
-
 /**
  * Jobs under way at once (their servers starting, or waiting to act), at least: a server that takes
  * seconds to start mostly waits, and the long scenarios hold their place for most of the run.
@@ -51,21 +43,17 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     suite.onServerKnown = () => {
       if (!plan.host) suite.pool?.widen(Math.max(plan.jobs * 2, MIN_UNDER_WAY));
     };
-    // The residents start first, outside the job slots, and the others once the residents send their
-    // first calls (at most RESIDENT_HEAD_START_MS later): a resident's life (idle gaps in full after
-    // its first call) is the run's longest path, and behind a wave of start-ups an SDK server's HTTP
-    // resident made its first call 3.4 s in. Once the others are done, a resident gets a short
-    // grace (its last few calls, on a server that answers) after its core calls (capResident).
-    const residentRuns = Promise.all(residents.map((job, k) => start(job, queue.length + k).finally(() => runs.get(job)?.underWay())));
-    const calling = Promise.all(residents.map((job) => runs.get(job)!.calling));
-    const headStart = Promise.race([calling, new Promise((resolve) => setTimeout(resolve, RESIDENT_HEAD_START_MS))]);
+    const { residentRuns, headStart } = startResidents(suite, residents, (job, k) => start(job, queue.length + k));
     const others = headStart
       .then(() => suite.pool!.run(tasks.map((task) => () => takeTurns(suite, task, (job) => start(job, queue.indexOf(job))))))
       .finally(() => {
         suite.shared.retireAll();
         suite.othersDone();
       });
-    for (const job of residents) void capResident(suite, runs.get(job));
+    // Once the others are done, each resident's life says how long it goes on.
+    void suite.lifetime.othersDone.then(() => {
+      for (const [job, life] of suite.residents) if (runs.has(job)) void life.othersDone(runs.get(job)!.deadline, suite.scenarioTimeoutMs);
+    });
     await Promise.all([others, residentRuns]);
   } finally {
     await suite.stop();
@@ -84,10 +72,24 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     transports,
     ...(suite.exec ? { exec: suite.exec } : {}),
     ...(suite.tools ? { tools: suite.tools } : {}),
-    ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.elicitations) } }),
+    ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.recorded.elicitations) } }),
     durationMs: Date.now() - suite.started,
     stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved, startsShared: suite.startsShared },
   };
+}
+
+/**
+ * The residents start first, outside the job slots, and the others once the residents send their
+ * first calls (`headStart`, at most their head start later): a resident's life (idle gaps in full
+ * after its first call) is the run's longest path, and behind a wave of start-ups an SDK server's
+ * HTTP resident made its first call 3.4 s in. A resident that ends says so too.
+ */
+function startResidents(suite: SuiteRun, residents: Job[], start: (job: Job, k: number) => Promise<void>) {
+  const lives = residents.map((job) => suite.residents.set(job, job.scenario.resident!.life()).get(job)!);
+  const residentRuns = Promise.all(residents.map((job, k) => start(job, k).finally(() => lives[k]!.reached('calling'))));
+  const headStartMs = Math.max(0, ...lives.map((life) => life.headStartMs));
+  const headStart = Promise.race([Promise.all(lives.map((life) => life.calling)), new Promise((resolve) => setTimeout(resolve, headStartMs))]);
+  return { residentRuns, headStart };
 }
 
 /**
@@ -102,22 +104,6 @@ async function takeTurns(suite: SuiteRun, task: Job[], start: (job: Job) => Prom
       return;
     }
   }
-}
-
-/**
- * Once the others are done, a resident that made its core calls gets a short grace (its last few
- * calls); one that has not goes on while its calls are answered (at most RESIDENT_CORE_WAIT_MS
- * between two), so that slow calls never cut the calls a defect on a count or a timer needs, and a
- * server that stops answering still ends the run (the checks the resident charges then say so).
- */
-async function capResident(suite: SuiteRun, run: ScenarioRun | undefined): Promise<void> {
-  if (!run) return;
-  await suite.lifetime.othersDone;
-  if (!run.madeCore) {
-    run.untilCore(Math.min(suite.scenarioTimeoutMs, RESIDENT_CORE_WAIT_MS));
-    await run.core;
-  }
-  run.capDeadline(Math.min(suite.scenarioTimeoutMs, RESIDENT_GRACE_MS));
 }
 
 /** The monitor's findings over every call of the run: each scenario's log, or the shared server's it wrote to. */

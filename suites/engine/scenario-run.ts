@@ -9,6 +9,7 @@ import {
   resultOf,
   type CheckDef,
   type CheckResult,
+  type Deadline,
   type ElicitationRecord,
   type Finding,
   type Hint,
@@ -17,6 +18,7 @@ import {
   type Verdict,
 } from './model.js';
 import { MAX_TIMER_MS, sessionAllowed } from './plan.js';
+import { JobSlot } from './pool.js';
 import { MonitorLog } from './server-calls.js';
 import { seconds, type SuiteRun } from './suite-run.js';
 import { decideVerdict, type JobEnd } from './verdict.js';
@@ -26,38 +28,91 @@ export type ScenarioDriver = (run: ScenarioRun, scope: ProcessScope) => Promise<
 
 const needsHttp = () => notApplicable('needs a Streamable HTTP target', 'http-target');
 
+/** Verdicts reached before the end (verdict.ts, step 1): the first one for a check wins; none once sealed (the job ended or was given up). */
+class EarlyVerdicts {
+  private readonly verdicts = new Map<string, Verdict>();
+  private sealed = false;
+
+  decide(checkId: string, verdict: Verdict): void {
+    if (!this.sealed && !this.verdicts.has(checkId)) this.verdicts.set(checkId, verdict);
+  }
+  has(checkId: string): boolean {
+    return this.verdicts.has(checkId);
+  }
+  get(checkId: string): Verdict | undefined {
+    return this.verdicts.get(checkId);
+  }
+  /** A verdict the scenario reaches from now on comes too late to count. */
+  seal(): void {
+    this.sealed = true;
+  }
+}
+
+/**
+ * A running scenario's scope and time budget: a timer gives the scope up when its deadline passes.
+ * A wait for a turn to act moves the deadline (that time is not the scenario's); a resident's life
+ * caps it or renews it (Deadline); once the scenario is over nothing moves it.
+ */
+class ScenarioBudget implements Deadline {
+  private deadline: number;
+  private timer?: NodeJS.Timeout;
+  private over = false;
+  timedOut = false;
+
+  constructor(
+    readonly scope: ProcessScope,
+    private readonly budgetMs: number,
+  ) {
+    this.deadline = Date.now() + budgetMs;
+    this.arm();
+  }
+
+  move(to: (deadline: number) => number): void {
+    this.deadline = to(this.deadline);
+    if (!this.timedOut && !this.over) this.arm();
+  }
+  cap(ms: number): void {
+    this.move((deadline) => Math.min(deadline, Date.now() + ms));
+  }
+  renew(ms: number): void {
+    this.move(() => Date.now() + ms);
+  }
+  stop(): void {
+    this.over = true;
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    const fire = () => {
+      this.timedOut = true;
+      this.scope.abort(`the scenario did not finish within the scenario timeout (${seconds(this.budgetMs)})`);
+    };
+    this.timer = setTimeout(fire, Math.min(Math.max(0, this.deadline - Date.now()), MAX_TIMER_MS));
+  }
+}
+
 /**
  * One scenario on one transport: what was decided before it ran, running it in a scope of its
  * own under its time budget, how it ended, and its record. The final verdicts come from
  * decideVerdict, once the monitor has judged every call of the run.
  */
 export class ScenarioRun {
-  /** Verdicts reached before the end (verdict.ts, step 1): the first one for a check wins. */
-  private readonly early = new Map<string, Verdict>();
-  /** Set once the job has ended or was given up on: a verdict the scenario reaches later comes too late to count. */
-  private sealed = false;
+  private readonly early = new EarlyVerdicts();
   end: JobEnd = {};
   /** Its calls, for the monitor: its own, or its shared server's (Scenario.shares). */
   log = new MonitorLog();
   readonly dir: string;
-  /** When it started (after any wait for the control's facts). */
-  t0 = Date.now();
+  /** When it started (after any wait for the control's facts) and ended, and where its time went (set by the driver). */
+  readonly clock: { t0: number; endedAt: number; timing?: ScenarioTiming } = { t0: Date.now(), endedAt: Date.now() };
   /** Whether a server (or host) of this job got through startup. */
   startedHere = false;
-  timing?: ScenarioTiming;
-  /** Moves the scenario's deadline (set while it runs). */
-  private moveDeadline: (to: (deadline: number) => number) => void = () => undefined;
-  /** Every connection's traffic, in order (set by the driver). */
-  transcript: TranscriptEntry[] = [];
-  /** What the server asked through elicitation/create, on any of its connections, and what it was answered (set by the driver). */
-  elicitations: ElicitationRecord[] = [];
-  private endedAt = Date.now();
-  private scope?: ProcessScope;
-  /** How many of its waits are under way: its acting slot is lent while any is. */
-  private idlers = 0;
-  /** Whether it holds an acting slot (JobPool), and whether it lent it for a wait. */
-  private acting = false;
-  private lent = false;
+  /** What its servers recorded (set by the driver): every connection's traffic in order, and what they asked through elicitation/create and were answered. */
+  recorded: { transcript: TranscriptEntry[]; elicitations: ElicitationRecord[] } = { transcript: [], elicitations: [] };
+  /** Its scope and time budget, once it runs. */
+  private budget?: ScenarioBudget;
+  /** Its acting slot (JobPool): the control acts at once (the others may wait on its facts while they hold their slots), and so does a resident, which waits most of the time. */
+  readonly slot: JobSlot;
 
   constructor(
     readonly suite: SuiteRun,
@@ -66,14 +121,22 @@ export class ScenarioRun {
   ) {
     // Fixed width: a command naming a path in it is as long whatever the job's place in the queue (a replay's included).
     this.dir = join(suite.root, String(index).padStart(3, '0'));
+    const pool = job.scenario.isControl || job.scenario.resident ? undefined : suite.pool;
+    // Time spent waiting for a turn to act is not the scenario's.
+    this.slot = new JobSlot(pool, (waited) => this.budget?.move((deadline) => deadline + waited));
   }
 
   get scenario() {
     return this.job.scenario;
   }
 
+  /** Its deadline, for a resident's life to cap or renew (nothing before it runs). */
+  get deadline(): Deadline {
+    return { cap: (ms) => this.budget?.cap(ms), renew: (ms) => this.budget?.renew(ms) };
+  }
+
   decide(checkId: string, verdict: Verdict): void {
-    if (!this.sealed && !this.early.has(checkId)) this.early.set(checkId, verdict);
+    this.early.decide(checkId, verdict);
   }
 
   decided(checkId: string): boolean {
@@ -97,65 +160,17 @@ export class ScenarioRun {
       if (unmet) this.decide(check.id, unmet);
     }
     await this.controlDecides();
-    this.t0 = Date.now();
+    this.clock.t0 = Date.now();
     const blocker = this.blocker() ?? this.knownBlocker();
     if (blocker) this.end = { undecided: blocker };
     // A resident decides no check of its own: it runs for the calls it makes.
     if (!blocker && (this.scenario.resident || this.scenario.checks.some((c) => !this.decided(c.id)))) await this.runScoped(drive);
     else this.publishControl('the control scenario did not run');
-    this.endedAt = Date.now();
+    this.clock.endedAt = Date.now();
     // A resident scenario is not one of the jobs the progress line counts.
     if (!this.scenario.resident) this.suite.done++;
     const { scenario, transport } = this.job;
     this.suite.progress({ kind: 'scenario-end', scenario: scenario.id, transport, done: this.suite.done, total: this.suite.total });
-  }
-
-  /**
-   * Takes an acting slot (JobPool.act) before the scenario acts on its server. The control acts at
-   * once (the others may wait on its facts while they hold their slots), and so does a resident,
-   * which waits most of the time. Time spent waiting for a turn is not the scenario's.
-   */
-  async act(): Promise<void> {
-    const pool = this.scenario.isControl || this.scenario.resident ? undefined : this.suite.pool;
-    if (!pool) return;
-    const waitStarted = Date.now();
-    await pool.act();
-    this.acting = true;
-    const waited = Date.now() - waitStarted;
-    if (waited >= 100) this.moveDeadline((deadline) => deadline + waited);
-  }
-
-  // ---- a resident's life (Scenario.resident; runner.ts: head start, capResident) ----
-  // The resolvers before their promises: a field declared after one would be initialized after its executor ran, and undo it.
-  private callingResolve: () => void = () => undefined;
-  private coreResolve: () => void = () => undefined;
-  /** Resolves once a resident's first call goes out, or it has none to make, or it ended (Lifetime.underWay). */
-  readonly calling: Promise<void> = new Promise((resolve) => (this.callingResolve = resolve));
-  /** Resolves once a resident made its core calls (Lifetime.coreDone): until then the others' end does not cut it short. */
-  readonly core: Promise<void> = new Promise((resolve) => (this.coreResolve = resolve));
-  madeCore = false;
-
-  underWay(): void {
-    this.callingResolve();
-  }
-
-  coreMade(): void {
-    this.madeCore = true;
-    this.coreResolve();
-  }
-
-  /** Until its core calls are made, a resident may go on `ms` past its latest progress (untilCore). */
-  private coreWindowMs?: number;
-
-  /** Once the others are done: cut a resident that makes no progress for `ms` before its core calls are made. */
-  untilCore(ms: number): void {
-    this.coreWindowMs = ms;
-    this.capDeadline(ms);
-  }
-
-  /** The scenario noted progress (a call answered): a resident still on its core gets its window again. */
-  noteProgress(): void {
-    if (this.coreWindowMs !== undefined && !this.madeCore) this.moveDeadline(() => Date.now() + this.coreWindowMs!);
   }
 
   /** Why this transport's resident did not finish, when it charges `checkId` (verdict.ts, step 6). */
@@ -164,21 +179,9 @@ export class ScenarioRun {
     return unfinished?.charges.has(checkId) ? unfinished.why : undefined;
   }
 
-  /** Ends its budget at most `ms` from now (a resident once the others are done). */
-  capDeadline(ms: number): void {
-    this.moveDeadline((deadline) => Math.min(deadline, Date.now() + ms));
-  }
-
-  /** Gives the acting slot back, if it holds one. */
-  rest(): void {
-    if (!this.acting) return;
-    this.acting = false;
-    this.suite.pool?.rest();
-  }
-
-  /** Waits `ms` (less if the scenario is given up), lending the acting slot meanwhile (`waiting`). */
+  /** Waits `ms` (less if the scenario is given up), lending the acting slot meanwhile. */
   idle(ms: number): Promise<void> {
-    return this.waiting(
+    return this.slot.waiting(
       new Promise<void>((resolve) => {
         let forget = () => {};
         const timer = setTimeout(() => {
@@ -186,31 +189,12 @@ export class ScenarioRun {
           resolve();
         }, ms);
         forget =
-          this.scope?.onAbort(() => {
+          this.budget?.scope.onAbort(() => {
             clearTimeout(timer);
             resolve();
           }) ?? forget;
       }),
     );
-  }
-
-  /**
-   * Awaits `work` that only waits (an idle step, a server starting) without holding an acting
-   * slot: the slot is lent while any wait of this job is under way, and taken back before it goes on.
-   */
-  async waiting<T>(work: Promise<T>): Promise<T> {
-    if (this.idlers++ === 0 && this.acting) {
-      this.rest();
-      this.lent = true;
-    }
-    try {
-      return await work;
-    } finally {
-      if (--this.idlers === 0 && this.lent) {
-        this.lent = false;
-        await this.act();
-      }
-    }
   }
 
   /** Needs known before anything starts (verdict.ts, 1a). */
@@ -271,28 +255,10 @@ export class ScenarioRun {
     suite.scenariosRun++;
     suite.progress({ kind: 'scenario-start', scenario: scenario.id, transport: job.transport });
     const scope = suite.scope.child();
-    this.scope = scope;
-    this.timing = { observersMs: 0, startupMs: 0, runMs: 0 };
+    this.clock.timing = { observersMs: 0, startupMs: 0, runMs: 0 };
     const budgetMs = Math.min(scenario.timeoutMs?.(suite.plan.options, suite.scenarioTimeoutMs) ?? suite.scenarioTimeoutMs, MAX_TIMER_MS);
-    let timedOut = false;
-    let deadline = Date.now() + budgetMs;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(
-        () => {
-          timedOut = true;
-          scope.abort(`the scenario did not finish within the scenario timeout (${seconds(budgetMs)})`);
-        },
-        Math.min(Math.max(0, deadline - Date.now()), MAX_TIMER_MS),
-      );
-    };
-    arm();
-    // Time spent waiting for a turn to act (JobPool) is not the scenario's.
-    this.moveDeadline = (to) => {
-      deadline = to(deadline);
-      if (!timedOut) arm();
-    };
+    const budget = new ScenarioBudget(scope, budgetMs);
+    this.budget = budget;
     const work = scope.run(() => drive(this, scope));
     suite.begin(job, scope, work);
     const aborted = new Promise<string>((resolve) => scope.onAbort(resolve));
@@ -301,11 +267,11 @@ export class ScenarioRun {
     } catch (error) {
       if (scope.aborted === undefined) this.failed(error);
     } finally {
-      this.sealed = true;
-      clearTimeout(timer);
+      this.early.seal();
+      budget.stop();
       suite.finish(job);
     }
-    if (scope.aborted !== undefined) this.givenUp(scope.aborted, timedOut);
+    if (scope.aborted !== undefined) this.givenUp(scope.aborted, budget.timedOut);
     this.publishControl(scope.aborted ?? 'the control scenario did not finish');
   }
 
@@ -323,16 +289,17 @@ export class ScenarioRun {
     }
   }
 
-  /** A resident that crashed (`always`), or did not make its core calls: what they would have shown is missing from the checks it charges. */
-  private unfinished(why: string, always = false): void {
+  /** A resident that crashed, or was cut before its core calls (ResidentLife.unfinished): what they would have shown is missing from the checks it charges. */
+  private unfinished(reason: string, crashed: boolean): void {
     const { resident } = this.scenario;
-    if (resident && (always || !this.madeCore)) this.suite.residentsUnfinished.set(this.job.transport, { charges: new Set(resident.charges), why });
+    const why = this.suite.residents.get(this.job)?.unfinished(reason, crashed);
+    if (resident && why !== undefined) this.suite.residentsUnfinished.set(this.job.transport, { charges: new Set(resident.charges), why });
   }
 
   /** Given up on: the scenario's own verdicts (if it reaches any) come too late to count. */
   private givenUp(reason: string, timedOut: boolean): void {
     // A resident cut short before its core: a server slow enough on a long-lived process would otherwise hide what those calls show.
-    this.unfinished(`its core calls did not finish: ${reason}`);
+    this.unfinished(reason, false);
     const hint: Hint | undefined = timedOut ? 'scenario-timeout' : reason === this.suite.runExpired ? 'run-timeout' : undefined;
     const verdict: Verdict = { status: 'error', message: reason, ...(hint ? { hint } : {}) };
     const neverStarted = reason.startsWith('target failed to start') && !this.startedHere;
@@ -352,11 +319,11 @@ export class ScenarioRun {
       title: scenario.title,
       transport: job.transport,
       checks: this.reported().map((check) => check.id),
-      startMs: this.timing ? this.t0 - suite.started : 0,
-      durationMs: this.endedAt - this.t0,
-      ran: this.timing !== undefined,
-      transcript: this.transcript,
-      ...(this.timing ? { timing: this.timing } : {}),
+      startMs: this.clock.timing ? this.clock.t0 - suite.started : 0,
+      durationMs: this.clock.endedAt - this.clock.t0,
+      ran: this.clock.timing !== undefined,
+      transcript: this.recorded.transcript,
+      ...(this.clock.timing ? { timing: this.clock.timing } : {}),
     };
   }
 

@@ -42,14 +42,14 @@ export async function driveServerScenario(run: ScenarioRun, scope: ProcessScope)
   try {
     const connection = await servers.openMain();
     noteServer(run, connection);
-    await run.act();
+    await run.slot.act();
     const started = Date.now();
     try {
       await runOnServer(run, run.scenario as Scenario, connection, servers);
     } finally {
-      run.rest();
+      run.slot.rest();
     }
-    run.timing!.runMs = Date.now() - started;
+    run.clock.timing!.runMs = Date.now() - started;
     servers.completed = true;
     run.end.unanswered = servers.firstUnanswered();
     if (run.end.unanswered)
@@ -157,6 +157,7 @@ type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, s
 function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServers, site: SiteFor): ScenarioContext {
   const { suite, job, scenario } = run;
   const { plan } = suite;
+  const life = suite.residents.get(job);
   return {
     options: plan.options,
     optedIn: main.optedIn,
@@ -165,12 +166,9 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     sessionAdapter: sessionAllowed(plan) ? plan.session : undefined,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),
-    progress: (note) => {
-      run.noteProgress();
-      suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note });
-    },
+    progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),
     idle: (ms) => run.idle(ms),
-    lifetime: { ...suite.lifetime, underWay: () => run.underWay(), coreDone: () => run.coreMade() },
+    lifetime: { ...suite.lifetime, reached: (milestone) => life?.reached(milestone), answered: () => life?.answered() },
     ...callSurface(main),
     newExecTools: newExecToolsOf(run, main.connection),
     lingerAfter: (ms) => {
@@ -181,7 +179,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     },
     isolated: async (body, options = {}) => {
       // A fresh server each time, but its startup (most of a short sequence's cost) overlaps the sequence before it.
-      const fresh = await run.waiting(servers.spares.take());
+      const fresh = await run.slot.waiting(servers.spares.take());
       servers.keepIsolated(fresh.connection);
       const own = new MonitorLog(fresh.observers);
       let value, error: unknown;

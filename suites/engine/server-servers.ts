@@ -74,16 +74,16 @@ export class ScenarioServers {
   async openMain(): Promise<Connection> {
     const { run } = this;
     const { suite } = run;
-    const timing = run.timing!;
+    const timing = run.clock.timing!;
     if (run.scenario.shares && !suite.shared.troubled.has(run.job.transport)) return this.openShared();
     this.observers = await ScenarioObservers.create(run.dir, { realCodex: suite.plan.realCodex });
     run.log.observers = this.observers;
-    timing.observersMs = Date.now() - run.t0;
+    timing.observersMs = Date.now() - run.clock.t0;
     this.primeWhenKnown();
     suite.serverStarts++;
     this.mainStartedAt = Date.now();
     this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
-    timing.startupMs = Date.now() - run.t0 - timing.observersMs;
+    timing.startupMs = Date.now() - run.clock.t0 - timing.observersMs;
     run.serverStarted();
     return this.main;
   }
@@ -109,7 +109,7 @@ export class ScenarioServers {
     this.mainStartedAt = shared.startedAt;
     this.main = shared.connection;
     if (run.scenario.shares === 'calls') this.sessions.push(shared.connection.session);
-    run.timing!.startupMs = Date.now() - waitStarted;
+    run.clock.timing!.startupMs = Date.now() - waitStarted;
     run.serverStarted();
     this.primeWhenKnown();
     return shared.connection;
@@ -129,7 +129,9 @@ export class ScenarioServers {
     const { suite } = this.run;
     suite.serverStarts++;
     // A start-up only waits: the acting slot goes to another job meanwhile.
-    const extra = this.opened(await this.run.waiting(suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose)));
+    const extra = this.opened(
+      await this.run.slot.waiting(suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose)),
+    );
     this.extras.push(extra);
     if (this.scope.aborted !== undefined) void extra.close();
     return extra;
@@ -229,19 +231,21 @@ export class ScenarioServers {
     this.released = true;
     await this.spares.drain();
     const { run } = this;
-    run.transcript = scenarioTranscript(this.main, this.extras, this.isolated, this.sharedPart());
+    run.recorded.transcript = scenarioTranscript(this.main, this.extras, this.isolated, this.sharedPart());
     if (this.isolatedUnkept)
-      run.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
+      run.recorded.transcript.push({ t: Date.now() - this.mainStartedAt, dir: 'note', text: `${this.isolatedUnkept} more isolated runs, not kept` });
     const { id: scenario } = run.scenario;
     const { transport } = run.job;
     const asked = (session: CodexSession) =>
       this.shared && session === this.main?.session ? session.elicitations.slice(this.from.elicitations) : session.elicitations;
-    run.elicitations = this.sessions.flatMap((session) => asked(session).map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })));
+    run.recorded.elicitations = this.sessions.flatMap((session) =>
+      asked(session).map(({ mode, message, action }) => ({ scenario, transport, mode, message, action })),
+    );
     // A shared server goes on (unless this scenario went wrong on it); its own stop.
     this.giveBack(this.completed && this.firstUnanswered() === undefined);
     const all = [this.shared ? undefined : this.main, ...this.extras].filter((c): c is Connection => c !== undefined);
     run.suite.closeLater(all, run.log.lingerMs, (closeMs) => {
-      if (run.timing) run.timing.closeMs = closeMs;
+      if (run.clock.timing) run.clock.timing.closeMs = closeMs;
       all.forEach(compactTranscript);
     });
   }

@@ -9,7 +9,7 @@ import { ProcessScope } from '../../harness/process-scope.js';
 import { connect, type Connection } from '../../harness/target.js';
 import type { CheckIndex } from './checks.js';
 import type { Control, Job } from './jobs.js';
-import { didNotOptIn, type CheckDef, type Lifetime, type Verdict } from './model.js';
+import { didNotOptIn, type CheckDef, type Lifetime, type ResidentLife, type Verdict } from './model.js';
 import type { JobPool } from './pool.js';
 import { SharedServers } from './shared-server.js';
 import { defaultScenarioTimeoutMs, DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS, type Connector, type ProgressEvent, type RunPlan, type StartFailure } from './plan.js';
@@ -44,6 +44,8 @@ export class SuiteRun {
   onServerKnown: () => void = () => undefined;
   /** Per transport, the first call that should have run and was refused after a declined or cancelled elicitation (verdict.ts, step 5). */
   readonly refusedAfterElicitation = new Map<Transport, string>();
+  /** Each resident job's life (ScenarioBase.resident), made before the jobs start. */
+  readonly residents = new Map<Job, ResidentLife>();
   /** Per transport, a resident that crashed or was cut before its core calls: the checks it charges, and why in words (verdict.ts, step 6). */
   readonly residentsUnfinished = new Map<Transport, { charges: Set<string>; why: string }>();
   /** Set when the run's own timeout expired. */
@@ -62,7 +64,7 @@ export class SuiteRun {
   private readonly runTimer: NodeJS.Timeout;
   /** The servers the scenarios of each transport share (Scenario.shares). */
   readonly shared: SharedServers;
-  /** The job slots, once the jobs run: a job that only waits lends its slot (ScenarioRun.idle). */
+  /** The job slots, once the jobs run: a job that only waits lends its slot (JobSlot.waiting). */
   pool?: JobPool;
   private othersFinished!: () => void;
   /** What a resident scenario knows of the others: when they are all done, and how far they got (what it says of itself: ScenarioRun). */

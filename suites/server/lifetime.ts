@@ -4,6 +4,9 @@ import {
   notApplicable,
   pass,
   type CheckDef,
+  type Deadline,
+  type ResidentLife,
+  type ResidentMilestone,
   type CounterexampleStep,
   type Scenario,
   type ScenarioContext,
@@ -41,7 +44,59 @@ export const RESIDENT_GAPS = new Map([
   [31, 1500],
 ]);
 /** The resident's core: its calls up to the first after the last gap. */
-const RESIDENT_CORE = Math.max(...RESIDENT_GAPS.keys()) + 2;
+const CORE_CALLS = Math.max(...RESIDENT_GAPS.keys()) + 2;
+/** How long the others wait at most for the resident to send its first call. */
+const HEAD_START_MS = 1_000;
+/** How long a resident may go on once every other scenario is done and it made its core calls. */
+const GRACE_MS = 2_000;
+/** How long a resident that has not made its core calls may go on without an answer once every other scenario is done. */
+const CORE_WAIT_MS = 20_000;
+
+/**
+ * The resident's life, in one place: it starts first, outside the job slots; the others start once
+ * it is `calling` (its first call goes out) or after its head start; it calls through the run, its
+ * core first; once the others are done, one that made its core calls gets a short grace (its last
+ * few calls), and one that has not goes on while its calls are answered (at most CORE_WAIT_MS
+ * between two), so that slow calls never cut the calls a defect on a count or a timer needs, while a
+ * server that stops answering still ends the run (the checks it charges then say so: unfinished).
+ */
+export class ResidentLifecycle implements ResidentLife {
+  readonly headStartMs = HEAD_START_MS;
+  readonly calling: Promise<void>;
+  private readonly core: Promise<void>;
+  private readonly reach: Record<ResidentMilestone, () => void> = { calling: () => undefined, core: () => undefined };
+  private madeCore = false;
+  /** Once the others are done, until its core calls: its deadline, which every answer renews by `ms`. */
+  private window?: { deadline: Deadline; ms: number };
+
+  constructor() {
+    this.calling = new Promise((resolve) => (this.reach.calling = resolve));
+    this.core = new Promise((resolve) => (this.reach.core = resolve));
+  }
+
+  reached(milestone: ResidentMilestone): void {
+    if (milestone === 'core') this.madeCore = true;
+    this.reach[milestone]();
+  }
+
+  answered(): void {
+    if (this.window && !this.madeCore) this.window.deadline.renew(this.window.ms);
+  }
+
+  async othersDone(deadline: Deadline, scenarioTimeoutMs: number): Promise<void> {
+    if (!this.madeCore) {
+      this.window = { deadline, ms: Math.min(scenarioTimeoutMs, CORE_WAIT_MS) };
+      deadline.cap(this.window.ms);
+      await this.core;
+    }
+    deadline.cap(Math.min(scenarioTimeoutMs, GRACE_MS));
+  }
+
+  unfinished(reason: string, crashed: boolean): string | undefined {
+    if (crashed) return reason;
+    return this.madeCore ? undefined : `its core calls did not finish: ${reason}`;
+  }
+}
 
 /** The rule-level checks its calls are made for: a finding the monitor charges to no rule's role goes to these. */
 const RESIDENT_CHECKS: CallChecks = {
@@ -76,15 +131,15 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 async function paceCall(ctx: ScenarioContext, k: number, othersDone: () => boolean): Promise<void> {
   const gap = RESIDENT_GAPS.get(k);
   if (gap !== undefined) await ctx.idle(gap);
-  if (k < RESIDENT_CORE) return;
-  const share = (k - RESIDENT_CORE + 1) / (RESIDENT_CALLS - RESIDENT_CORE + 1);
+  if (k < CORE_CALLS) return;
+  const share = (k - CORE_CALLS + 1) / (RESIDENT_CALLS - CORE_CALLS + 1);
   const ready = () => othersDone() || ctx.lifetime.spare() || ctx.lifetime.progress() >= share * 0.9;
   while (!ready()) await sleep(50);
 }
 
 async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   // A server that did not opt in gets no sandbox keys, and without an exec tool there is nothing to call: the fixed checks say so.
-  if (!ctx.exec || !ctx.optedIn) return ctx.lifetime.underWay();
+  if (!ctx.exec || !ctx.optedIn) return ctx.lifetime.reached('calling');
   let done = false;
   void ctx.lifetime.othersDone.then(() => (done = true));
   const traffic = await Traffic.on(ctx, {
@@ -100,13 +155,14 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   for (const [k, step] of steps.entries()) {
     await paceCall(ctx, k, () => done);
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
-    if (k === 0) ctx.lifetime.underWay();
+    if (k === 0) ctx.lifetime.reached('calling');
     await step.run(model, traffic);
-    if (k === RESIDENT_CORE - 1) {
+    if (k === CORE_CALLS - 1) {
       // Over 30 calls and 5 s into the server's life: its other exec tools too (a count or a timer may cover them all).
       for (const adapter of ctx.execTools) await driveExecTool(ctx, adapter, everyExecTool.id, false);
-      ctx.lifetime.coreDone();
+      ctx.lifetime.reached('core');
     }
+    ctx.lifetime.answered();
     ctx.progress(`${traffic.calls} calls, ${seconds(Date.now() - ctx.serverStartedAt)}`);
     if (ctx.session.toolsListChanged !== listChanged) {
       listChanged = ctx.session.toolsListChanged;
@@ -137,6 +193,7 @@ export const residentScenario: Scenario = {
   needs: ['exec', 'opt-in'],
   transports: ['stdio', 'http'],
   resident: {
+    life: () => new ResidentLifecycle(),
     charges: [
       RESIDENT_CHECKS.valid,
       RESIDENT_CHECKS.refused,
@@ -186,7 +243,8 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   const totalMs = seconds * 1000;
   const run = await ctx.isolated(
     async (sub) => {
-      const deadline = Date.now() + totalMs;
+      // The soak's time starts once its traffic is set up (on a loaded machine that takes a while).
+      let deadline = Infinity;
       const traffic = await Traffic.on(sub, {
         checks: chargedTo(soakHoldsContract.id),
         // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
@@ -196,6 +254,7 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
         extraTools: sub.execTools,
         sessionAdapter: ctx.sessionAdapter,
       });
+      deadline = Date.now() + totalMs;
       const model: Model = { steps: 0 };
       const arbitrary = soakArbitrary();
       for (let chunk = 0; Date.now() < deadline; chunk++) {

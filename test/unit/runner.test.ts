@@ -7,6 +7,7 @@ import { runSuite } from '../../suites/engine/runner.js';
 import { decideVerdict, type JobEnd } from '../../suites/engine/verdict.js';
 import { CONTROL_CHECK } from '../../suites/engine/judge.js';
 import { allScenarios } from '../../suites/index.js';
+import { ResidentLifecycle } from '../../suites/server/lifetime.js';
 import { EXEC_TOOL, inProcessConnector, ranOutside, type FakeServer } from '../fixtures/in-process-target.js';
 
 /*
@@ -133,7 +134,7 @@ describe('runSuite over an in-process server', () => {
   /** A resident scenario charging `charged`, living as `life` says. */
   const residentCharging = (charged: CheckDef, life: (ctx: ScenarioContext) => Promise<void>): Scenario =>
     scenario('resident', [], async () => pass(), {
-      resident: { charges: [charged.id] },
+      resident: { charges: [charged.id], life: () => new ResidentLifecycle() },
       run: async (ctx) => {
         await life(ctx);
         return new Map();
@@ -144,7 +145,7 @@ describe('runSuite over an in-process server', () => {
     const charged = check('t/charged');
     const other = check('t/other');
     const resident = residentCharging(charged, async (ctx) => {
-      ctx.lifetime.underWay();
+      ctx.lifetime.reached('calling');
       throw new Error('a bug of ours');
     });
     const report = await runSuite(plan({}), [
@@ -167,15 +168,15 @@ describe('runSuite over an in-process server', () => {
     const run = async (progressing: boolean) => {
       const at: Record<string, number> = {};
       const resident = residentCharging(charged, async (ctx) => {
-        ctx.lifetime.underWay();
+        ctx.lifetime.reached('calling');
         await ctx.lifetime.othersDone;
         // Slow answers, each within the window (the scenario timeout here, 1.5 s), for 3 s in all; or none.
         for (let k = 0; k < 6; k++) {
           await sleep(500);
-          if (progressing) ctx.progress(`call ${k}`);
+          if (progressing) ctx.lifetime.answered();
         }
         at.core = Date.now();
-        ctx.lifetime.coreDone();
+        ctx.lifetime.reached('core');
       });
       const report = await runSuite(plan({}, { scenarioTimeoutMs: 1_500 }), [scenario('other', [charged], async () => pass()), resident]);
       return { at, charged: byId(report.results)['t/charged']! };
@@ -195,8 +196,8 @@ describe('runSuite over an in-process server', () => {
       const resident = residentCharging(charged, async (ctx) => {
         if (residentSaysAfterMs !== undefined) {
           await sleep(residentSaysAfterMs);
-          at.underWay = Date.now() - started;
-          ctx.lifetime.underWay();
+          at.calling = Date.now() - started;
+          ctx.lifetime.reached('calling');
         }
         await ctx.lifetime.othersDone;
       });
@@ -210,7 +211,7 @@ describe('runSuite over an in-process server', () => {
       return at;
     };
     const said = await timeline(300);
-    expect(said.other).toBeGreaterThanOrEqual(said.underWay!);
+    expect(said.other).toBeGreaterThanOrEqual(said.calling!);
     const silent = await timeline(undefined);
     expect(silent.other).toBeGreaterThanOrEqual(900);
     expect(silent.other).toBeLessThan(5_000);
@@ -220,11 +221,11 @@ describe('runSuite over an in-process server', () => {
     const charged = check('t/charged');
     const at: Record<string, number> = {};
     const resident = residentCharging(charged, async (ctx) => {
-      ctx.lifetime.underWay();
+      ctx.lifetime.reached('calling');
       await ctx.lifetime.othersDone;
       await sleep(2_500); // longer than the grace: slow core calls on a loaded machine
       at.core = Date.now();
-      ctx.lifetime.coreDone();
+      ctx.lifetime.reached('core');
       await sleep(10_000); // the rest, cut by the grace
       at.rest = Date.now();
     });
