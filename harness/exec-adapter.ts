@@ -148,7 +148,9 @@ export function detectTemplate(tool: Record<string, unknown>, path?: string): De
       if (filled.value !== '{{cwd}}') chosen.push(`${property}: ${JSON.stringify(filled.value)} (${filled.why})`);
     }
   }
-  const shape = code ? { code: { languages: code.languages.map((l) => ({ id: l.language.id, ...(l.value !== undefined ? { value: l.value } : {}) })), missing: code.missing } } : {};
+  const shape = code
+    ? { code: { languages: code.languages.map((l) => ({ id: l.language.id, ...(l.value !== undefined ? { value: l.value } : {}) })), missing: code.missing } }
+    : {};
   return { arguments: template, chosen, unfilled, ...shape };
 }
 
@@ -188,7 +190,12 @@ const detected = (listed: Record<string, unknown>, found: DetectedTemplate, sour
 });
 
 /** One named exec tool as an adapter: its template, or the schema's; a reason when it cannot be driven. */
-function configuredAdapter(configured: ConfiguredExec, tools: Record<string, unknown>[], filter?: ToolFilter, path?: string): ExecAdapter | { missing: string } {
+function configuredAdapter(
+  configured: ConfiguredExec,
+  tools: Record<string, unknown>[],
+  filter?: ToolFilter,
+  path?: string,
+): ExecAdapter | { missing: string } {
   if (!toolAllowed(filter, configured.tool)) {
     return {
       missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it`,
@@ -308,7 +315,10 @@ function accountOf(tool: Record<string, unknown>, name: string, filter: ToolFilt
     };
   }
   if (found.code && found.code.languages.length === 0)
-    return { name, why: `it takes code in ${found.code.missing.join(', ')}, and this machine runs none of them: install one (on the server's PATH) to drive it` };
+    return {
+      name,
+      why: `it takes code in ${found.code.missing.join(', ')}, and this machine runs none of them: install one (on the server's PATH) to drive it`,
+    };
   return detected(tool, found, 'detected');
 }
 
@@ -501,7 +511,11 @@ export function toolArguments(tool: ToolTemplate, command: ToolCommand, values: 
 }
 
 /** For a code tool ({{program}} in its template): the command as a program in the call's language, and that language's value. */
-function programFor(tool: ToolTemplate, argv: string[], chosen: LanguageId | undefined): { vars: { program: string; language: string }; label: string } | undefined {
+function programFor(
+  tool: ToolTemplate,
+  argv: string[],
+  chosen: LanguageId | undefined,
+): { vars: { program: string; language: string }; label: string } | undefined {
   if (!JSON.stringify(tool.arguments).includes('{{program}}')) return undefined;
   const offered = tool.code?.languages ?? [];
   const pick = offered.find((l) => l.id === chosen) ?? offered[0];

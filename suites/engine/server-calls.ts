@@ -101,7 +101,9 @@ export function callSurface(site: CallSite): IsolatedContext {
       );
       const said = [options.command?.form ?? 'simple', ...(built.language ? [`in ${built.language}`] : []), ...optionalText(optional)].join(', ');
       const shown = { form: said, text: commandText(built.line, observers.dir) };
-      const outcome = await monitoredCall(adapter.tool, built.arguments, sandbox, { ...options, nonce, argv: built.argv, command: shown });
+      // An optional property may change what runs (a login shell around the argv): FWD-1's exact argv is judged on calls without them.
+      const argv = Object.keys(optional).length === 0 ? built.argv : undefined;
+      const outcome = await monitoredCall(adapter.tool, built.arguments, sandbox, { ...options, nonce, argv, command: shown });
       return { nonce, command, arguments: built.arguments, outcome, shown };
     },
   };
@@ -109,7 +111,13 @@ export function callSurface(site: CallSite): IsolatedContext {
 
 /** The optional values a call set, as a finding names them: "with workdir \"{{subdir}}\"". */
 const optionalText = (optional: Readonly<Record<string, unknown>>): string[] =>
-  Object.keys(optional).length ? [`with ${Object.entries(optional).map(([name, value]) => `${name} ${JSON.stringify(value)}`).join(', ')}`] : [];
+  Object.keys(optional).length
+    ? [
+        `with ${Object.entries(optional)
+          .map(([name, value]) => `${name} ${JSON.stringify(value)}`)
+          .join(', ')}`,
+      ]
+    : [];
 
 async function callMonitored(site: CallSite, tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions): Promise<RawOutcome> {
   const { connection, log } = site;

@@ -25,7 +25,8 @@ const ENV = /^(env|environment|env_?vars|environment_?variables)$/i;
 const STDIN = /^(stdin|stdin_?text|input_?text)$/i;
 const JUSTIFICATION = /^(justification|reason|rationale|explanation)$/i;
 /** A property that asks for more permission (Codex's own shell tools take `sandbox_permissions`, `with_escalated_permissions`). */
-export const ASKS_PERMISSION = /escalat|sudo|unsandbox|sandbox_?permission|danger|bypass|elevat|privileg|no_?sandbox|allow_?all|yolo|full_?access|unrestricted/i;
+export const ASKS_PERMISSION =
+  /escalat|sudo|unsandbox|sandbox_?permission|danger|bypass|elevat|privileg|no_?sandbox|allow_?all|yolo|full_?access|unrestricted/i;
 /** Enum values beyond which a long enum is sampled (its first ones and any that ask for permission). */
 const ENUM_BUDGET = 12;
 
@@ -75,13 +76,38 @@ export function optionalChoices(adapter: ExecAdapter): OptionalValues[] {
   if (properties.length === 0) return [NO_OPTIONAL_VALUES];
   const alone = properties.flatMap(({ name, values }) => values.map((value) => ({ [name]: value })));
   const together = Object.fromEntries(
-    properties.map(({ name, values }) => [name, values.find((v) => v === true || (typeof v === 'string' && (ASKS_PERMISSION.test(v) || v === '{{subdir}}'))) ?? values[0]]),
+    properties.map(({ name, values }) => [
+      name,
+      values.find((v) => v === true || (typeof v === 'string' && (ASKS_PERMISSION.test(v) || v === '{{subdir}}'))) ?? values[0],
+    ]),
   );
   return [NO_OPTIONAL_VALUES, ...alone, ...(properties.length > 1 ? [together] : [])];
 }
 
-/** A code tool's languages this machine runs (undefined for a tool that takes a command). */
-export const languageChoices = (adapter: ExecAdapter): LanguageId[] | undefined => adapter.code?.languages.map((l) => l.id);
+/** One way of calling a tool: the optional values and language a call sets, and how a finding names them. */
+export interface ArgumentChoice {
+  values: { optional?: OptionalValues; language?: LanguageId };
+  label: string;
+}
+
+/**
+ * Every way the suite calls a tool, the template alone first: then each other language a code tool
+ * offers that this machine runs, then each choice of optional values (optionalChoices).
+ */
+export function argumentChoices(adapter: ExecAdapter): ArgumentChoice[] {
+  const languages = (adapter.code?.languages ?? []).slice(1).map((l): ArgumentChoice => ({ values: { language: l.id }, label: `in ${labelOf(l.id)}` }));
+  const optional = optionalChoices(adapter)
+    .slice(1)
+    .map((values): ArgumentChoice => ({
+      values: { optional: values },
+      label: `with ${Object.entries(values)
+        .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
+        .join(', ')}`,
+    }));
+  return [{ values: {}, label: 'its template' }, ...languages, ...optional];
+}
+
+const labelOf = (id: LanguageId) => LANGUAGES.find((l) => l.id === id)!.label;
 
 /** A listed tool's account with the optional properties and languages its calls are sent, where there are any (the report header). */
 export function withShapes(account: ToolAccount): ToolAccount {
@@ -90,7 +116,7 @@ export function withShapes(account: ToolAccount): ToolAccount {
   const choices = optionalChoices(adapter);
   const shapes = choices.length > 1 ? [argumentsShape(adapter, choices.at(-1))] : [];
   const optional = optionalProperties(adapter).map(({ name, values }) => `${name}: ${values.map((v) => JSON.stringify(v)).join(' | ')}`);
-  const languages = adapter.code ? adapter.code.languages.map((l) => LANGUAGES.find((x) => x.id === l.id)!.label) : [];
+  const languages = adapter.code ? adapter.code.languages.map((l) => labelOf(l.id)) : [];
   const sent = [
     ...(optional.length ? [`each optional property alone and all together (${optional.join('; ')})`] : []),
     ...(adapter.code ? [`programs in ${languages.join(', ')}${adapter.code.missing.length ? ` (not run here: ${adapter.code.missing.join(', ')})` : ''}`] : []),

@@ -4,6 +4,7 @@ import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.j
 import type { Observations } from '../../harness/observers.js';
 import { awaitProbeRuns, commandLabel, controlFacts, judgeFailClosed, probeRunsOf, summarizeOutcome, violationsVerdict } from '../engine/judge.js';
 import { grammarProbe, type GrammarEntry } from './commands.js';
+import { argumentChoices } from '../engine/tool-calls.js';
 import {
   couldNotRun,
   fail,
@@ -38,6 +39,8 @@ const ACCEPTED_RUN_WAIT_MS = 5000;
 /** What one exec tool was asked, on one server: the control (full authority) and the calls it must refuse. */
 export interface ToolCalls {
   adapter: ExecAdapter;
+  /** The optional values or language these calls set, in words (none: the tool's template alone). */
+  choice?: string;
   control?: ExecProbe;
   refusals: { label: string; probe: ExecProbe }[];
   /** With everything Codex sends, commands of TOOL_SHAPES: each runs inside a launch, or is refused. */
@@ -87,6 +90,38 @@ export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, 
   return { adapter, control, refusals, shaped: await shaped(ctx.codexEntries()) };
 }
 
+/**
+ * Drives a tool with each of its argument choices but the first (the template alone, which
+ * driveExecTool sends): each optional property alone and all together, each language a code tool
+ * offers. Over stdio the control and the call without a launcher for each; over HTTP one call as
+ * Codex sends it there. The refusals of a choice rest on that choice's own control.
+ */
+export async function driveChoices(ctx: IsolatedContext, adapter: ExecAdapter, check: string): Promise<ToolCalls[]> {
+  const choices = argumentChoices(adapter).slice(1);
+  // Several at once (a model sets a handful of properties; a long enum gives many choices).
+  const driven: ToolCalls[] = [];
+  for (let i = 0; i < choices.length; i += CHOICES_AT_ONCE) {
+    const batch = choices.slice(i, i + CHOICES_AT_ONCE).map(async (choice): Promise<ToolCalls> => {
+      const call = async (entries: SandboxEntries) => (await grammarProbe(ctx, undefined, entries, { adapter, check, ...choice.values })).probe;
+      if (ctx.transport === 'http')
+        return { adapter, choice: choice.label, refusals: [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }], shaped: [] };
+      const control = await call(ctx.codexEntries());
+      return {
+        adapter,
+        choice: choice.label,
+        control,
+        refusals: [{ label: WITHOUT_LAUNCHER.label, probe: await call(WITHOUT_LAUNCHER.entries(ctx)) }],
+        shaped: [],
+      };
+    });
+    driven.push(...(await Promise.all(batch)));
+  }
+  return driven;
+}
+
+/** Argument choices driven at once by driveChoices. */
+const CHOICES_AT_ONCE = 4;
+
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
 type ToolVerdict = { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok' };
 
@@ -121,7 +156,7 @@ function judgeControl(tool: string, control: ExecProbe, observations: Observatio
 
 /** A tool's calls, judged: a refusal that ran anything fails whatever the control did. */
 export async function judgeToolCalls(calls: ToolCalls, observations: Observations, stdioControl: Promise<ControlFacts>): Promise<ToolVerdict> {
-  const tool = calls.adapter.tool;
+  const tool = calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool;
   const control = calls.control ? judgeControl(tool, calls.control, observations) : undefined;
   const facts = control ? Promise.resolve(control.facts) : stdioControl;
   for (const { label, probe } of calls.refusals) {
@@ -170,11 +205,22 @@ export const everyExecToolScenario: Scenario = {
   needs: everyExecTool.needs,
   transports: ['stdio', 'http'],
   run: async (ctx) => {
-    if (ctx.execTools.length === 0) {
-      return new Map([[everyExecTool.id, notApplicable(`the server has one exec tool (${ctx.exec?.tool ?? 'none'}), which the other checks drive`)]]);
+    // The primary's template alone is every other check's; its optional values and languages are driven here.
+    const primaryChoices = ctx.exec && argumentChoices(ctx.exec).length > 1;
+    if (ctx.execTools.length === 0 && !primaryChoices) {
+      return new Map([
+        [
+          everyExecTool.id,
+          notApplicable(`the server has one exec tool (${ctx.exec?.tool ?? 'none'}), which the other checks drive, and it takes no optional property`),
+        ],
+      ]);
     }
     const driven: ToolCalls[] = [];
-    for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
+    if (primaryChoices) driven.push(...(await driveChoices(ctx, ctx.exec!, everyExecTool.id)));
+    for (const adapter of ctx.execTools) {
+      driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
+      driven.push(...(await driveChoices(ctx, adapter, everyExecTool.id)));
+    }
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
     const accepted = driven.flatMap(({ control, shaped }) =>
       [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (probe?.outcome.kind === 'result' && !isRefusal(probe.outcome) ? [probe.nonce] : [])),
@@ -183,7 +229,11 @@ export const everyExecToolScenario: Scenario = {
     const observations = await ctx.observe();
     const control = ctx.transport === 'http' ? ctx.control() : Promise.resolve({ works: true, detail: '' });
     const judged = [];
-    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, control) });
+    for (const calls of driven)
+      judged.push({
+        tool: calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool,
+        verdict: await judgeToolCalls(calls, observations, control),
+      });
     const what =
       ctx.transport === 'http'
         ? 'over HTTP (no launcher, as Codex sends) each refused with nothing run'
