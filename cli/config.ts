@@ -32,6 +32,8 @@ export interface ExecEntry {
 export interface ConfigFile {
   /** One exec tool, or several (the first gets every check, the others the fixed EXEC-1/LAUNCH calls). */
   exec?: ExecEntry | ExecEntry[];
+  /** Tools to leave out by name (--skip-tool): every other exec tool is driven, whatever its annotations. */
+  skipTools?: string[];
   /** The server's `env` as Codex's config has it: set on top of the environment Codex builds. */
   env?: Record<string, string>;
   /** The server's `env_vars` as Codex's config has it: names passed on from our environment. */
@@ -53,6 +55,7 @@ export const DEFAULT_CONFIG = 'mcp-sandbox-conformance.json';
 const KNOWN_KEYS = new Set([
   '$schema',
   'exec',
+  'skipTools',
   'env',
   'envVars',
   'cwd',
@@ -98,6 +101,11 @@ export function validateConfig(raw: unknown, file: string): ConfigFile {
     if (!valid) throw new UsageError(`${where('exec')} must be {"tool": "<name>", "arguments": {...}}, or a list of them`);
     const parsed = entries.map((e: Record<string, unknown>) => ({ tool: e.tool as string, arguments: e.arguments }));
     config.exec = Array.isArray(raw.exec) ? parsed : parsed[0];
+  }
+  if (raw.skipTools !== undefined) {
+    if (!Array.isArray(raw.skipTools) || raw.skipTools.some((v) => typeof v !== 'string' || v === ''))
+      throw new UsageError(`${where('skipTools')} must be a list of tool names`);
+    config.skipTools = raw.skipTools as string[];
   }
   if (raw.env !== undefined) {
     if (!isObject(raw.env) || Object.values(raw.env).some((v) => typeof v !== 'string')) {
@@ -223,6 +231,16 @@ export function execFlags(tools: string[], args: string[]): { tool: string; argu
     names.add(tool);
     return { tool, arguments: parseExecArgs(args[i]), source: 'flag' };
   });
+}
+
+/** The tools to leave out (config "skipTools", then --skip-tool), each once; a tool also named as an exec tool is a contradiction. */
+export function skippedTools(names: readonly string[], execs: readonly ExecEntry[]): string[] {
+  const skipped = [...new Set(names)];
+  const empty = skipped.find((name) => name.trim() === '');
+  if (empty !== undefined) throw new UsageError('--skip-tool needs a tool name');
+  const both = skipped.find((name) => execs.some((e) => e.tool === name));
+  if (both !== undefined) throw new UsageError(`tool "${both}" is named both to drive (--exec-tool, "exec") and to leave out (--skip-tool, "skipTools")`);
+  return skipped;
 }
 
 /** Config "exec" as a list (one entry or several). */

@@ -1,5 +1,6 @@
 import { shellQuote } from './observers.js';
 import { isObject } from './json.js';
+import { codeToolOf, LANGUAGES, type LanguageId } from './languages.js';
 import type { RawOutcome } from './codex-session.js';
 
 /** How to ask the target to run a command: a tool and an arguments template. */
@@ -12,6 +13,17 @@ export interface ExecAdapter {
   chosen?: string[];
   /** Required properties detection could not fill: the server will likely reject the call. */
   unfilled?: string[];
+  /** The tool's input schema as listed (what its optional properties are), when the server listed it. */
+  inputSchema?: Record<string, unknown>;
+  /** A code tool: the languages it offers that this machine runs (the template's {{program}} and {{language}}), and those it does not. */
+  code?: CodeShape;
+}
+
+/** How a code tool is sent a program: the languages it offers that this machine runs, each with its language property's value. */
+export interface CodeShape {
+  languages: { id: LanguageId; value?: string }[];
+  /** Languages it offers that this machine does not run (for the report). */
+  missing: string[];
 }
 
 export const EXEC_HINT = 'the suite found no tool that runs a command';
@@ -107,6 +119,7 @@ export interface DetectedTemplate {
   arguments: Record<string, unknown>;
   chosen: string[];
   unfilled: string[];
+  code?: CodeShape;
 }
 
 /**
@@ -115,15 +128,19 @@ export interface DetectedTemplate {
  * to get wrong); every other required property gets a value from its schema (valueFor), and those
  * it cannot fill are named (the server then rejects the call: see adapterRejection).
  */
-export function detectTemplate(tool: Record<string, unknown>): DetectedTemplate | undefined {
+export function detectTemplate(tool: Record<string, unknown>, path?: string): DetectedTemplate | undefined {
   const schema = toolSchema(tool);
-  const name = commandProperty(tool, schema);
+  // A code tool gets a program in a language it offers ({{program}}), not a shell line: see harness/languages.ts.
+  const code = codeToolOf(tool, path ?? process.env.PATH);
+  const name = code?.property ?? commandProperty(tool, schema);
   if (name === undefined) return undefined;
-  const template: Record<string, unknown> = { [name]: schemaTypes(schema.properties[name]).has('array') ? '{{argv}}' : '{{command}}' };
+  const template: Record<string, unknown> = code
+    ? { [name]: '{{program}}', ...(code.languageProperty ? { [code.languageProperty]: '{{language}}' } : {}) }
+    : { [name]: schemaTypes(schema.properties[name]).has('array') ? '{{argv}}' : '{{command}}' };
   const chosen: string[] = [];
   const unfilled: string[] = [];
   for (const property of schema.required) {
-    if (property === name) continue;
+    if (property in template) continue;
     const filled = valueFor(property, schema.properties[property]);
     if (!filled) unfilled.push(property);
     else {
@@ -131,7 +148,10 @@ export function detectTemplate(tool: Record<string, unknown>): DetectedTemplate 
       if (filled.value !== '{{cwd}}') chosen.push(`${property}: ${JSON.stringify(filled.value)} (${filled.why})`);
     }
   }
-  return { arguments: template, chosen, unfilled };
+  const shape = code
+    ? { code: { languages: code.languages.map((l) => ({ id: l.language.id, ...(l.value !== undefined ? { value: l.value } : {}) })), missing: code.missing } }
+    : {};
+  return { arguments: template, chosen, unfilled, ...shape };
 }
 
 /** The detected arguments template alone (detectTemplate), or undefined. */
@@ -159,31 +179,41 @@ export interface ConfiguredExec {
   source: 'flag' | 'config';
 }
 
-const detected = (tool: string, found: DetectedTemplate, source: ExecAdapter['source']): ExecAdapter => ({
-  tool,
+const detected = (listed: Record<string, unknown>, found: DetectedTemplate, source: ExecAdapter['source']): ExecAdapter => ({
+  tool: String(listed.name),
   arguments: found.arguments,
   source,
   ...(found.chosen.length ? { chosen: found.chosen } : {}),
   ...(found.unfilled.length ? { unfilled: found.unfilled } : {}),
+  ...(isObject(listed.inputSchema) ? { inputSchema: listed.inputSchema } : {}),
+  ...(found.code ? { code: found.code } : {}),
 });
 
 /** One named exec tool as an adapter: its template, or the schema's; a reason when it cannot be driven. */
-function configuredAdapter(configured: ConfiguredExec, tools: Record<string, unknown>[], filter?: ToolFilter): ExecAdapter | { missing: string } {
+function configuredAdapter(
+  configured: ConfiguredExec,
+  tools: Record<string, unknown>[],
+  filter?: ToolFilter,
+  path?: string,
+): ExecAdapter | { missing: string } {
   if (!toolAllowed(filter, configured.tool)) {
     return {
       missing: `tool "${configured.tool}" is not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it`,
     };
   }
-  if (configured.arguments !== undefined) return { tool: configured.tool, arguments: configured.arguments, source: configured.source };
   const tool = tools.find((t) => t.name === configured.tool);
+  if (configured.arguments !== undefined) {
+    const inputSchema = tool && isObject(tool.inputSchema) ? { inputSchema: tool.inputSchema } : {};
+    return { tool: configured.tool, arguments: configured.arguments, source: configured.source, ...inputSchema };
+  }
   if (!tool) return { missing: `the server lists no tool named "${configured.tool}"` };
-  const found = detectTemplate(tool);
+  const found = detectTemplate(tool, path);
   if (found === undefined) {
     return {
       missing: `tool "${configured.tool}" has no property that takes a command (${COMMAND_PROPERTIES.join(', ')}), and no arguments template places the command`,
     };
   }
-  return detected(configured.tool, found, configured.source);
+  return detected(tool, found, configured.source);
 }
 
 /**
@@ -196,7 +226,10 @@ export function resolveExecAdapter(
   configured?: ConfiguredExec | readonly ConfiguredExec[],
   filter?: ToolFilter,
 ): ExecAdapter | { missing: string } {
-  return resolveExecTools(allTools, configured === undefined ? [] : Array.isArray(configured) ? configured : [configured as ConfiguredExec], filter).primary;
+  return resolveExecTools(allTools, {
+    configured: configured === undefined ? [] : Array.isArray(configured) ? configured : [configured as ConfiguredExec],
+    filter,
+  }).primary;
 }
 
 /** What the suite does with one listed tool: drives it (and how), or not, and why. */
@@ -207,12 +240,14 @@ export interface ToolAccount {
   adapter?: ExecAdapter;
   /** Why it is not exercised. */
   why?: string;
-  /** Set when --exercise-all-tools would drive it (its annotations mark it destructive or open-world). */
-  annotated?: boolean;
+  /** Set when the operator left it out by name (--skip-tool, "skipTools"): an exec tool no check drove. */
+  skipped?: boolean;
   /** Listed only later on a long-lived server: when (e.g. "after notifications/tools/list_changed"). */
   late?: string;
   /** The shapes of the arguments its calls are sent (argumentsShape), set only where they say more than its template. */
   shapes?: unknown[];
+  /** What its calls are sent beyond the template, in words: optional properties and their values, a code tool's languages. */
+  sent?: string[];
 }
 
 /** Every exec tool of a server: the primary (the fixed checks'), the others, and an account of every listed tool. */
@@ -222,31 +257,32 @@ export interface ExecTools {
   accounts: ToolAccount[];
 }
 
-/** The annotations that keep a tool from being driven without --exercise-all-tools, in words; undefined when none. */
-function riskyAnnotations(tool: Record<string, unknown>): string | undefined {
-  const annotations = isObject(tool.annotations) ? tool.annotations : {};
-  const risky = (['destructiveHint', 'openWorldHint'] as const).filter((hint) => annotations[hint] === true);
-  return risky.length ? `its annotations say ${risky.map((h) => `${h}: true`).join(' and ')}` : undefined;
+/** What the operator said about the tools: how to call some (the first named is the primary), and which to leave out. */
+export interface ToolChoices {
+  configured?: readonly ConfiguredExec[];
+  filter?: ToolFilter;
+  /** Tools left out by name (--skip-tool, "skipTools"): the only way an exec tool is not driven. */
+  skip?: readonly string[];
+  /** The PATH the server runs with: a code tool's languages are those whose interpreter is on it. */
+  path?: string;
 }
 
+export const SKIPPED_BY_OPERATOR = 'left out by the operator: --skip-tool';
+
 /**
- * Resolves every tool that can run a command. With tools named by the operator, exactly those (the
- * first is the primary); otherwise every allowed tool detection can drive, in listing order. An
- * extra tool whose annotations say destructive or open-world is driven only with `exerciseAll`.
- * Every listed tool gets an account, so none is silently ignored.
+ * Resolves every tool that can run a command. The tools the operator named come first, called as
+ * they said (the first is the primary); detection still runs over every other allowed tool, in
+ * listing order, since naming how to call one tool says nothing about the others, and a model calls
+ * them all. Annotations keep no tool out (MCP's defaults call any tool destructive and open-world):
+ * only a name in `skip` does, and its account says so. Every listed tool gets an account.
  */
-export function resolveExecTools(
-  allTools: Record<string, unknown>[],
-  configured: readonly ConfiguredExec[] = [],
-  filter?: ToolFilter,
-  options: { exerciseAll?: boolean } = {},
-): ExecTools {
+export function resolveExecTools(allTools: Record<string, unknown>[], { configured = [], filter, skip = [], path }: ToolChoices = {}): ExecTools {
   const tools = allTools.filter((t) => toolAllowed(filter, t.name));
   const adapters: ExecAdapter[] = [];
   const accounts = new Map<string, ToolAccount>();
   let missing: string | undefined;
   for (const [i, named] of configured.entries()) {
-    const adapter = configuredAdapter(named, tools, filter);
+    const adapter = configuredAdapter(named, tools, filter, path);
     if ('missing' in adapter) {
       if (i === 0) missing = adapter.missing;
       accounts.set(named.tool, { name: named.tool, why: adapter.missing });
@@ -255,7 +291,7 @@ export function resolveExecTools(
   for (const tool of allTools) {
     const name = typeof tool.name === 'string' ? tool.name : undefined;
     if (name === undefined || accounts.has(name) || adapters.some((a) => a.tool === name)) continue;
-    const account = accountOf(tool, name, { configured: configured.length > 0, first: adapters.length === 0, filter, exerciseAll: options.exerciseAll });
+    const account = skip.includes(name) ? { name, why: SKIPPED_BY_OPERATOR, skipped: true } : accountOf(tool, name, filter, path);
     if ('tool' in account) adapters.push(account);
     else accounts.set(name, account);
   }
@@ -267,19 +303,10 @@ export function resolveExecTools(
   return { primary, extra: missing !== undefined ? adapters : adapters.slice(1), accounts: ordered };
 }
 
-interface AccountContext {
-  /** The operator named the exec tools: detection adds none. */
-  configured: boolean;
-  /** No exec tool found yet: this one would be the primary, which is driven whatever its annotations (as before). */
-  first: boolean;
-  filter?: ToolFilter;
-  exerciseAll?: boolean;
-}
-
 /** Detection's verdict on one listed tool: an adapter, or why it is not exercised. */
-function accountOf(tool: Record<string, unknown>, name: string, ctx: AccountContext): ExecAdapter | ToolAccount {
-  const found = detectTemplate(tool);
-  if (!toolAllowed(ctx.filter, name))
+function accountOf(tool: Record<string, unknown>, name: string, filter: ToolFilter | undefined, path: string | undefined): ExecAdapter | ToolAccount {
+  const found = detectTemplate(tool, path);
+  if (!toolAllowed(filter, name))
     return { name, why: 'not enabled for this server in the Codex config (enabled_tools, disabled_tools): Codex would not call it' };
   if (found === undefined) {
     return {
@@ -287,10 +314,12 @@ function accountOf(tool: Record<string, unknown>, name: string, ctx: AccountCont
       why: describesRunning(tool) ? 'its description says it runs something, but it has no property the suite can place a command in' : 'no command-like input',
     };
   }
-  if (ctx.configured) return { name, why: 'it takes a command, but the exec tools were named by the operator and it is not one of them' };
-  const risky = !ctx.first && !ctx.exerciseAll ? riskyAnnotations(tool) : undefined;
-  if (risky) return { name, why: risky, annotated: true };
-  return detected(name, found, 'detected');
+  if (found.code && found.code.languages.length === 0)
+    return {
+      name,
+      why: `it takes code in ${found.code.missing.join(', ')}, and this machine runs none of them: install one (on the server's PATH) to drive it`,
+    };
+  return detected(tool, found, 'detected');
 }
 
 /** True when the template passes the command as one shell string rather than an argv array. */
@@ -418,6 +447,8 @@ function withScript(template: unknown, script: string): unknown {
 export interface ToolTemplate {
   tool: string;
   arguments: unknown;
+  /** A code tool's languages: its {{program}} is the command as a program in one of them. */
+  code?: CodeShape;
 }
 
 /**
@@ -442,11 +473,15 @@ export interface ArgumentValues {
   optional?: Readonly<Record<string, unknown>>;
   /** Properties added to the arguments whatever the schema says (AUTH-1's authority smuggled in them); an object template only. */
   extra?: Readonly<Record<string, unknown>>;
+  /** A code tool's language for this call (default: the first it offers that this machine runs). */
+  language?: LanguageId;
 }
 
 /** A tool call's arguments, and its command as the server gets it. */
 export interface BuiltArguments {
   arguments: unknown;
+  /** A code tool's call: the language its program is in. */
+  language?: string;
   /** For an argv tool the argv sent (it must follow `--` exactly when launched directly); undefined for a shell-string tool. */
   argv?: string[];
   /** The command as one line: the script, or the argv shell-quoted. */
@@ -464,11 +499,28 @@ export const takesProperties = (template: unknown): boolean => isObject(renderAr
 export function toolArguments(tool: ToolTemplate, command: ToolCommand, values: ArgumentValues = {}): BuiltArguments {
   const shellString = usesShellString(tool.arguments);
   const template = command.script !== undefined && shellString ? withScript(tool.arguments, command.script) : tool.arguments;
-  const rendered = renderArguments(template, command.argv, values.vars);
-  const added = { ...values.optional, ...values.extra };
+  const program = programFor(tool, command.argv, values.language);
+  const vars = { ...values.vars, ...program?.vars };
+  const rendered = renderArguments(template, command.argv, vars);
+  // Optional values may name the template's variables too ({{cwd}}, a subdirectory).
+  const added = renderArguments({ ...values.optional, ...values.extra }, command.argv, vars) as Record<string, unknown>;
   const args = isObject(rendered) && Object.keys(added).length > 0 ? { ...rendered, ...added } : rendered;
   const quoted = command.argv.map(shellQuote).join(' ');
+  if (program) return { arguments: args, line: program.vars.program, language: program.label };
   return { arguments: args, ...(shellString ? {} : { argv: command.argv }), line: shellString ? (command.script ?? quoted) : quoted };
+}
+
+/** For a code tool ({{program}} in its template): the command as a program in the call's language, and that language's value. */
+function programFor(
+  tool: ToolTemplate,
+  argv: string[],
+  chosen: LanguageId | undefined,
+): { vars: { program: string; language: string }; label: string } | undefined {
+  if (!JSON.stringify(tool.arguments).includes('{{program}}')) return undefined;
+  const offered = tool.code?.languages ?? [];
+  const pick = offered.find((l) => l.id === chosen) ?? offered[0];
+  const language = LANGUAGES.find((l) => l.id === (pick?.id ?? 'shell'))!;
+  return { vars: { program: language.program(argv), language: pick?.value ?? language.id }, label: language.label };
 }
 
 /**

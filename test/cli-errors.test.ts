@@ -68,6 +68,10 @@ describe('bad values: exit 2, one line naming the flag', () => {
     [['--exec-tool', 'exec', '--exec-args', '["{{argv}}"]'], /--exec-args must be a JSON object/],
     [['--exec-tool', 'exec', '--exec-args', '"{{argv}}"'], /--exec-args must be a JSON object/],
     [['--exec-tool', 'exec', '--exec-args', '{"command":"ls"}'], /--exec-args must place the command with "\{\{argv\}\}" or "\{\{command\}\}"/],
+    [
+      ['--exec-tool', 'exec', '--skip-tool', 'exec'],
+      /tool "exec" is named both to drive \(--exec-tool, "exec"\) and to leave out \(--skip-tool, "skipTools"\)/,
+    ],
     [['--catalog-startups', '0.5'], /--catalog-startups must be a whole number of at least 1, not 0\.5/],
     [['--catalog-startups', '0'], /--catalog-startups must be a positive number/],
     [['--jobs', '0.5'], /--jobs must be a whole number/],

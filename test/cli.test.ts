@@ -160,6 +160,24 @@ describe('a run', () => {
     expect(stdout.split('\n')[2]).toBe('exec tool "exec" with arguments {"command":"{{argv}}"} (given by --exec-tool)');
     expect(lastLine(stdout)).toBe('3 passed, 0 failed, 0 skipped');
   });
+  test('--skip-tool leaves out exactly the tool it names, and the header and JSON say so; --exercise-all-tools only warns', async () => {
+    const { code, stdout, stderr } = await cli([
+      '--only',
+      'forwarding/argv-shape',
+      '--reporter',
+      'json',
+      '--skip-tool',
+      'session_open',
+      '--exercise-all-tools',
+      referenceServer,
+    ]);
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain('--exercise-all-tools has no effect: every exec tool is driven by default');
+    expect(stderr).toContain('"session_open": not exercised (left out by the operator: --skip-tool)');
+    const tools = (JSON.parse(stdout) as { tools: { name: string; tested: boolean; skipped?: boolean }[] }).tools;
+    expect(tools.find((t) => t.name === 'session_open')).toMatchObject({ tested: false, skipped: true });
+    expect(tools.find((t) => t.name === 'exec')).toMatchObject({ tested: true, role: 'primary' });
+  });
   test('the header and the JSON report say which exec tool and template the run used, and that they were detected', async () => {
     const { code, stdout, stderr } = await cli(['--only', 'forwarding/argv-shape', '--reporter', 'json', referenceServer]);
     expect(code).toBe(0);
@@ -281,6 +299,7 @@ describe('discoverability', () => {
     for (const flag of [
       '--exec-tool',
       '--exec-args',
+      '--skip-tool',
       '--config',
       '--env',
       '--cwd',

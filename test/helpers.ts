@@ -6,6 +6,7 @@ import { runSuite, type RunPlan, type RunReport } from '../suites/engine/runner.
 import { scenarioFinder, type CheckResult } from '../suites/engine/model.js';
 import type { TranscriptEntry } from '../harness/transcript.js';
 import { shellQuote } from '../harness/observers.js';
+import type { ConfiguredExec } from '../harness/exec-adapter.js';
 import { packageRoot } from '../harness/paths.js';
 import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
 import { bundled } from './fixtures/bundles.js';
@@ -32,11 +33,13 @@ export interface PlanVariant {
   jobs?: number;
   /** Which checks to run (default: all). */
   select?: (checkId: string) => boolean;
+  /** The exec tools the operator names (--exec-tool, "exec"): default none, every tool detected. */
+  exec?: ConfiguredExec[];
 }
 
 /** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
 export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}): RunPlan {
-  const { http = true, env = {}, jobs = 2, select = () => true } = variant;
+  const { http = true, env = {}, jobs = 2, select = () => true, exec } = variant;
   const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
     targets: {
@@ -44,6 +47,7 @@ export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> 
       http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', environment: userServerEnvironment(process.env, env) } : undefined,
     },
     session: referenceSession,
+    ...(exec ? { exec } : {}),
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, ...overrides },
     jobs,
     select,

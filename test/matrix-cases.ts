@@ -56,6 +56,14 @@ const RUN: Record<string, Pick<Case, 'options' | 'variant' | 'only'>> = {
 
 /** Second cases of a mutant, run with other settings and so finding other things; each comes right after its mutant's case. */
 const SECOND_RUNS: Record<string, Case & { mutant: string }> = {
+  // Naming how to call the main tool (--exec-tool exec --exec-args ...) must not stop the suite from driving the others.
+  'late-unsandboxed-tool-with-named-exec': {
+    mutant: 'late-unsandboxed-tool',
+    fail: ['stdio execution/every-exec-tool', 'stdio execution/inside-launch', 'http transport/http-fails-closed'],
+    warn: [],
+    http: true,
+    variant: { exec: [{ tool: 'exec', arguments: { command: '{{argv}}' }, source: 'flag' }] },
+  },
   'slow-but-in-budget': {
     mutant: 'slow-when-crowded',
     only: 'catalog/startup',

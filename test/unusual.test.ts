@@ -63,6 +63,10 @@ const variants: Record<string, Variant> = {
   // Refuses everything after 3 calls without authority (Codex never sends one over stdio): the
   // scenarios that send such calls take the shared server's last turns, so the others still pass.
   'locks-down': { http: false, mustPass: CORE },
+  // Code tools that launch their interpreter through the launcher (one refuses a language it lists but cannot run): each gets programs, and conforms.
+  'code-tools': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // A shell tool shaped like Codex's own, every optional property conforming (a permission request changes nothing).
+  'codex-shell': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
@@ -85,7 +89,7 @@ describe.concurrent('correct servers unlike the reference', () => {
 
 // Correct servers whose life is unusual must hold through a soak too (a few seconds here; nightly CI runs minutes).
 describe.concurrent('correct long-lived servers through a soak', () => {
-  for (const variant of ['recycling-pool', 'out-of-order']) {
+  for (const variant of ['recycling-pool', 'out-of-order', 'codex-shell', 'code-tools']) {
     test(variant, { timeout: 300_000 }, async () => {
       const plan = nodePlan([unusualServer, variant], { soak: { seconds: 4 } }, { http: false, select: (id) => id === 'explore/soak-holds-contract' });
       const { results } = await runSuite(plan, allScenarios);

@@ -180,11 +180,11 @@ export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>, mo
 /** One listed tool and what the suite did with it, in words: "run_script: tested (…)" or "echo: not exercised (…)". */
 export function toolAccountText(account: ToolAccount, names: readonly string[] = [account.name]): string {
   const name = names.map((n) => JSON.stringify(n)).join(', ');
-  if (!account.adapter) return `${name}: not exercised (${account.why ?? 'no reason recorded'}${account.annotated ? '; --exercise-all-tools drives it' : ''})`;
+  if (!account.adapter) return `${name}: not exercised (${account.why ?? 'no reason recorded'})`;
   const adapter = reportedExec(account.adapter);
   const what = account.role === 'primary' ? 'every check' : 'the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool)';
   const late = account.late ? `, listed later (${account.late})` : '';
-  const shapes = account.shapes ? `, sent as ${account.shapes.map((shape) => JSON.stringify(redactValue(shape))).join(' or ')}` : '';
+  const shapes = account.sent ? `; its calls also send ${account.sent.join('; ')}` : '';
   return `${name}: tested by ${what}${late} with ${JSON.stringify(adapter.arguments)}${shapes} (${ORIGIN[adapter.source]}${detectionNotes(adapter)})`;
 }
 
@@ -194,7 +194,7 @@ export function toolsSummary(report: Pick<RunReport, 'tools' | 'startFailure'>, 
   // Tools left out for the same reason are named together: a server may list dozens that take no command.
   const grouped = new Map<string, string[]>();
   for (const account of report.tools) {
-    const key = account.adapter ? `tested\0${account.name}` : `${account.why ?? ''}\0${account.annotated ? 'a' : ''}`;
+    const key = account.adapter ? `tested\0${account.name}` : (account.why ?? '');
     grouped.set(key, [...(grouped.get(key) ?? []), account.name]);
   }
   const byName = new Map(report.tools.map((t) => [t.name, t]));

@@ -78,6 +78,10 @@ export interface ReportedTool {
   role?: 'primary' | 'extra';
   exec?: ExecAdapter;
   why?: string;
+  /** Left out by the operator by name (--skip-tool, "skipTools"). */
+  skipped?: boolean;
+  /** What its calls send beyond the template: optional properties and their values, a code tool's languages. */
+  sent?: string[];
   late?: string;
   description: string;
 }
@@ -88,6 +92,8 @@ const reportedTool = (account: ToolAccount): ReportedTool => ({
   ...(account.role ? { role: account.role } : {}),
   ...(account.adapter ? { exec: reportedExec(account.adapter) } : {}),
   ...(account.why ? { why: account.why } : {}),
+  ...(account.skipped ? { skipped: true } : {}),
+  ...(account.sent ? { sent: account.sent } : {}),
   ...(account.late ? { late: account.late } : {}),
   description: toolAccountText(account),
 });

@@ -1,5 +1,6 @@
 import type { ConnectionPurpose, SandboxEntries, Transport } from '../../harness/codex-wire.js';
 import type { ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import type { LanguageId } from '../../harness/languages.js';
 import type { Connection } from '../../harness/target.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
 import type { Handshake, CodexSession, RawOutcome } from '../../harness/codex-session.js';
@@ -394,7 +395,7 @@ export interface ResidentContext {
   readonly lifetime: Lifetime;
   /**
    * A later listing of this server's tools: resolved as detection resolves the first (the named
-   * tools, the tool filter, --exercise-all-tools), the tools not listed before added to the
+   * tools, the tool filter, --skip-tool), the tools not listed before added to the
    * report's list (noting `when`), and the exec tools among them returned, to be driven.
    */
   newExecTools(tools: Record<string, unknown>[], when: string): ExecAdapter[];
@@ -496,6 +497,8 @@ export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
   adapter?: ExecAdapter;
   /** Optional properties of the tool set on this call (suites/engine/tool-calls.ts; default: none). */
   optional?: Readonly<Record<string, unknown>>;
+  /** A code tool's language for this call (default: the first it offers that this machine runs). */
+  language?: LanguageId;
   /** Extra tool arguments (AUTH-1 smuggles authority in them). */
   extraArguments?: Record<string, unknown>;
   /**

@@ -14,8 +14,8 @@ export interface RunPlan {
   host?: HostTarget;
   /** The exec tools the operator named (--exec-tool, "exec" in the config): the first is the fixed checks'; none: detected. */
   exec?: ConfiguredExec | readonly ConfiguredExec[];
-  /** Also drive exec tools whose annotations say destructive or open-world (--exercise-all-tools). */
-  exerciseAllTools?: boolean;
+  /** Tools the operator left out by name (--skip-tool, "skipTools" in the config): the only exec tools not driven. */
+  skipTools?: readonly string[];
   /** The tools the suite may call (a Codex config's enabled_tools and disabled_tools); exec detection looks only at these. */
   tools?: ToolFilter;
   options: RunOptions;

@@ -91,17 +91,33 @@ export function callSurface(site: CallSite): IsolatedContext {
       if (!adapter) throw new Error('execProbe called without an exec adapter');
       const nonce = options.nonce ?? observers.newNonce();
       const command = options.command?.argv ?? observers.probeCommand(nonce);
+      const optional = options.optional ?? NO_OPTIONAL_VALUES;
+      // A working directory set to a subdirectory of the workspace: it exists, as a model's would.
+      const subdir: Record<string, string> = JSON.stringify(optional).includes('{{subdir}}') ? { subdir: await observers.workspaceSubdir('src dir') } : {};
       const built = toolArguments(
         adapter,
         { argv: command, script: options.command?.script },
-        { vars: { cwd: observers.workspaceDir }, optional: options.optional ?? NO_OPTIONAL_VALUES, extra: options.extraArguments },
+        { vars: { cwd: observers.workspaceDir, ...subdir }, optional, extra: options.extraArguments, language: options.language },
       );
-      const shown = { form: options.command?.form ?? 'simple', text: commandText(built.line, observers.dir) };
-      const outcome = await monitoredCall(adapter.tool, built.arguments, sandbox, { ...options, nonce, argv: built.argv, command: shown });
+      const said = [options.command?.form ?? 'simple', ...(built.language ? [`in ${built.language}`] : []), ...optionalText(optional)].join(', ');
+      const shown = { form: said, text: commandText(built.line, observers.dir) };
+      // An optional property may change what runs (a login shell around the argv): FWD-1's exact argv is judged on calls without them.
+      const argv = Object.keys(optional).length === 0 ? built.argv : undefined;
+      const outcome = await monitoredCall(adapter.tool, built.arguments, sandbox, { ...options, nonce, argv, command: shown });
       return { nonce, command, arguments: built.arguments, outcome, shown };
     },
   };
 }
+
+/** The optional values a call set, as a finding names them: "with workdir \"{{subdir}}\"". */
+const optionalText = (optional: Readonly<Record<string, unknown>>): string[] =>
+  Object.keys(optional).length
+    ? [
+        `with ${Object.entries(optional)
+          .map(([name, value]) => `${name} ${JSON.stringify(value)}`)
+          .join(', ')}`,
+      ]
+    : [];
 
 async function callMonitored(site: CallSite, tool: string, args: unknown, sandbox: SandboxEntries, options: CallOptions): Promise<RawOutcome> {
   const { connection, log } = site;

@@ -1,5 +1,5 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
-import { adapterRejection, resolveExecTools, type ConfiguredExec, type ExecAdapter } from '../../harness/exec-adapter.js';
+import { adapterRejection, resolveExecTools, type ConfiguredExec, type ExecAdapter, type ToolChoices } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
@@ -7,7 +7,7 @@ import type { Connection } from '../../harness/target.js';
 import { didNotOptIn, notApplicable, type CheckDef, type MonitoredCall, type Scenario, type ScenarioContext, type Verdict } from './model.js';
 import { adapterRejected, carriesNonce } from './judge.js';
 import { monitor } from './monitor.js';
-import { sessionAllowed } from './plan.js';
+import { sessionAllowed, type RunPlan } from './plan.js';
 import type { ScenarioRun } from './scenario-run.js';
 import { callSurface, MonitorLog, type CallSite } from './server-calls.js';
 import { ScenarioServers } from './server-servers.js';
@@ -70,7 +70,7 @@ function noteServer(run: ScenarioRun, connection: Connection): void {
 async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Connection, servers: ScenarioServers): Promise<void> {
   const { plan } = run.suite;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(connection.handshake.initializeResult);
-  const resolved = resolveExecTools(connection.handshake.tools, configuredExecs(plan.exec), plan.tools, { exerciseAll: plan.exerciseAllTools });
+  const resolved = resolveExecTools(connection.handshake.tools, toolChoices(plan));
   const adapter = resolved.primary;
   const exec = 'missing' in adapter ? undefined : adapter;
   run.log.exec = exec;
@@ -125,7 +125,7 @@ function newExecToolsOf(run: ScenarioRun, connection: Connection): ScenarioConte
   const known = new Set(connection.handshake.tools.map((t) => t.name));
   const { plan } = run.suite;
   return (tools, when) => {
-    const resolved = resolveExecTools(tools, configuredExecs(plan.exec), plan.tools, { exerciseAll: plan.exerciseAllTools });
+    const resolved = resolveExecTools(tools, toolChoices(plan));
     const fresh = resolved.accounts.filter((account) => !known.has(account.name));
     for (const account of fresh) known.add(account.name);
     // Each tool once in the report, whichever transport's server listed it first.
@@ -141,6 +141,14 @@ function newExecToolsOf(run: ScenarioRun, connection: Connection): ScenarioConte
 /** The operator's exec tools as a list (the plan may hold one or several). */
 export const configuredExecs = (exec: ConfiguredExec | readonly ConfiguredExec[] | undefined): readonly ConfiguredExec[] =>
   exec === undefined ? [] : Array.isArray(exec) ? exec : [exec as ConfiguredExec];
+
+/** What the plan says about the server's tools: how to call the named ones, which the host may call, which to leave out. */
+const toolChoices = (plan: RunPlan): ToolChoices => {
+  const { stdio, http } = plan.targets;
+  // A code tool's interpreters are looked up where the server runs them: on its own PATH.
+  const path = stdio?.environment.PATH ?? (http?.kind === 'http-command' ? http.environment.PATH : undefined) ?? process.env.PATH;
+  return { configured: configuredExecs(plan.exec), filter: plan.tools, skip: plan.skipTools, path };
+};
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
 type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, startedAt: number, timed?: boolean) => CallSite;

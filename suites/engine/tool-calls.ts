@@ -1,6 +1,8 @@
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
-import { argumentsShape, readSessionId, toolArguments, type ExecAdapter, type SessionAdapter, type ToolAccount } from '../../harness/exec-adapter.js';
+import { argumentsShape, readSessionId, toolArguments, valueFor, type ExecAdapter, type SessionAdapter, type ToolAccount } from '../../harness/exec-adapter.js';
+import { isObject } from '../../harness/json.js';
+import { LANGUAGES, type LanguageId } from '../../harness/languages.js';
 import type { CallOptions, IsolatedContext } from './model.js';
 
 /**
@@ -16,19 +18,110 @@ export type OptionalValues = Readonly<Record<string, unknown>>;
 /** No optional property set: what every call sends today (the template's own properties only). */
 export const NO_OPTIONAL_VALUES: OptionalValues = Object.freeze({});
 
-/** The choices of optional values a tool's calls are sent with: one, the empty one, today. */
-export function optionalChoices(adapter: ExecAdapter): OptionalValues[] {
-  void adapter;
-  return [NO_OPTIONAL_VALUES];
+/** A working directory's name (compared lowercased, without "_" and "-"). */
+const CWD_NAMES = new Set(['cwd', 'workdir', 'workingdirectory', 'workingdir', 'dir', 'directory']);
+const TIMEOUT = /time_?out|time_?limit|deadline/i;
+const ENV = /^(env|environment|env_?vars|environment_?variables)$/i;
+const STDIN = /^(stdin|stdin_?text|input_?text)$/i;
+const JUSTIFICATION = /^(justification|reason|rationale|explanation)$/i;
+/** A property that asks for more permission (Codex's own shell tools take `sandbox_permissions`, `with_escalated_permissions`). */
+export const ASKS_PERMISSION =
+  /escalat|sudo|unsandbox|sandbox_?permission|danger|bypass|elevat|privileg|no_?sandbox|allow_?all|yolo|full_?access|unrestricted/i;
+/** Enum values beyond which a long enum is sampled (its first ones and any that ask for permission). */
+const ENUM_BUDGET = 12;
+
+/** The values a model may set an optional property to, from its name and schema; none for a property the suite cannot fill sensibly. */
+export function valuesOf(name: string, schema: unknown): unknown[] {
+  if (!isObject(schema)) return [];
+  const types = new Set((Array.isArray(schema.type) ? schema.type : [schema.type]).filter((t): t is string => typeof t === 'string'));
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
+    const values = schema.enum.filter((v) => ['string', 'number', 'boolean'].includes(typeof v));
+    const permissive = values.filter((v) => typeof v === 'string' && ASKS_PERMISSION.test(v));
+    return [...new Set([...values.slice(0, ENUM_BUDGET), ...permissive])];
+  }
+  if (types.has('boolean')) return [true, false];
+  if (CWD_NAMES.has(name.toLowerCase().replace(/[_-]/g, '')) && types.has('string')) return ['{{cwd}}', '{{subdir}}'];
+  if (TIMEOUT.test(name) && (types.has('number') || types.has('integer'))) {
+    const filled = valueFor(name, schema);
+    return filled ? [filled.value] : [];
+  }
+  if (ENV.test(name) && types.has('object')) return [{ TZ: 'UTC' }];
+  if (!types.has('string')) return [];
+  if (STDIN.test(name)) return ['y\n'];
+  if (JUSTIFICATION.test(name)) return ['The build needs to write outside the workspace.'];
+  if (ASKS_PERMISSION.test(name)) return ['require_escalated'];
+  return [];
 }
 
-/** A listed tool's account with the argument shapes its calls are sent, where they say more than its template (the report header). */
+/** A tool's optional properties the suite sets, each with the values a model may give it (the command's and the template's own left out). */
+export function optionalProperties(adapter: ExecAdapter): { name: string; values: unknown[] }[] {
+  const schema = adapter.inputSchema;
+  const properties = schema && isObject(schema.properties) ? schema.properties : {};
+  const required = new Set(Array.isArray(schema?.required) ? schema.required : []);
+  const inTemplate = isObject(adapter.arguments) ? new Set(Object.keys(adapter.arguments)) : new Set<string>();
+  return Object.entries(properties)
+    .filter(([name]) => !required.has(name) && !inTemplate.has(name))
+    .map(([name, property]) => ({ name, values: valuesOf(name, property) }))
+    .filter((p) => p.values.length > 0);
+}
+
+/**
+ * The choices of optional values a tool's calls are sent with, as a model fills them: none, each
+ * property alone at each of its values (every boolean both ways, every enum value, a working
+ * directory at the workspace and at a subdirectory), and all of them together (the permissive
+ * value of each that asks for permission: it must change nothing, AUTH-1).
+ */
+export function optionalChoices(adapter: ExecAdapter): OptionalValues[] {
+  const properties = optionalProperties(adapter);
+  if (properties.length === 0) return [NO_OPTIONAL_VALUES];
+  const alone = properties.flatMap(({ name, values }) => values.map((value) => ({ [name]: value })));
+  const together = Object.fromEntries(
+    properties.map(({ name, values }) => [
+      name,
+      values.find((v) => v === true || (typeof v === 'string' && (ASKS_PERMISSION.test(v) || v === '{{subdir}}'))) ?? values[0],
+    ]),
+  );
+  return [NO_OPTIONAL_VALUES, ...alone, ...(properties.length > 1 ? [together] : [])];
+}
+
+/** One way of calling a tool: the optional values and language a call sets, and how a finding names them. */
+export interface ArgumentChoice {
+  values: { optional?: OptionalValues; language?: LanguageId };
+  label: string;
+}
+
+/**
+ * Every way the suite calls a tool, the template alone first: then each other language a code tool
+ * offers that this machine runs, then each choice of optional values (optionalChoices).
+ */
+export function argumentChoices(adapter: ExecAdapter): ArgumentChoice[] {
+  const languages = (adapter.code?.languages ?? []).slice(1).map((l): ArgumentChoice => ({ values: { language: l.id }, label: `in ${labelOf(l.id)}` }));
+  const optional = optionalChoices(adapter)
+    .slice(1)
+    .map((values): ArgumentChoice => ({
+      values: { optional: values },
+      label: `with ${Object.entries(values)
+        .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
+        .join(', ')}`,
+    }));
+  return [{ values: {}, label: 'its template' }, ...languages, ...optional];
+}
+
+const labelOf = (id: LanguageId) => LANGUAGES.find((l) => l.id === id)!.label;
+
+/** A listed tool's account with the optional properties and languages its calls are sent, where there are any (the report header). */
 export function withShapes(account: ToolAccount): ToolAccount {
   const adapter = account.adapter;
   if (!adapter) return account;
-  const shapes = optionalChoices(adapter).map((optional) => argumentsShape(adapter, optional));
-  const said = shapes.some((shape) => JSON.stringify(shape) !== JSON.stringify(adapter.arguments));
-  return said ? { ...account, shapes } : account;
+  const choices = optionalChoices(adapter);
+  const shapes = choices.length > 1 ? [argumentsShape(adapter, choices.at(-1))] : [];
+  const optional = optionalProperties(adapter).map(({ name, values }) => `${name}: ${values.map((v) => JSON.stringify(v)).join(' | ')}`);
+  const languages = adapter.code ? adapter.code.languages.map((l) => labelOf(l.id)) : [];
+  const sent = [
+    ...(optional.length ? [`each optional property alone and all together (${optional.join('; ')})`] : []),
+    ...(adapter.code ? [`programs in ${languages.join(', ')}${adapter.code.missing.length ? ` (not run here: ${adapter.code.missing.join(', ')})` : ''}`] : []),
+  ];
+  return { ...account, ...(shapes.length ? { shapes } : {}), ...(sent.length ? { sent } : {}) };
 }
 
 /** Opens a session through the session adapter's open tool (it runs the session shell); the id read from the result, when there is one. */

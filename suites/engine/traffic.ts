@@ -13,7 +13,7 @@ import { plantRelativeTraps } from '../server/launcher.js';
 import { awaitProbeRuns, carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from './judge.js';
 import type { CheckDef, CounterexampleStep, ExploreOptions, Finding, IsolatedContext, IsolatedRun, MonitoredCall, ProbeOptions } from './model.js';
 import { seconds } from './suite-run.js';
-import { openSession, sendToSession } from './tool-calls.js';
+import { argumentChoices, openSession, sendToSession } from './tool-calls.js';
 
 /**
  * The call traffic of exploration, the resident server and the soak: one Traffic per server,
@@ -147,6 +147,8 @@ export type Call =
       launcherOverHttp?: boolean;
       /** In flight with the step's other calls (a burst). */
       concurrent?: boolean;
+      /** Which of the tool's argument choices (argumentChoices: optional values, a code tool's language) the call sets, modulo their count. */
+      choice?: number;
     }
   | { kind: 'bad'; bad: BadAuthority };
 
@@ -264,7 +266,9 @@ export class Traffic {
       call.concurrent || step.repeated || !http ? '' : entries.launcher ? ' (a launcher in _meta over HTTP)' : ' (over HTTP)',
     );
     if (call.tool) this.extraCalls.add(index);
-    const options: ProbeOptions = { check: this.options.checks.valid, ...(call.concurrent ? { concurrent: true } : {}), ...smuggled };
+    const choices = argumentChoices(call.tool ?? this.sub.exec!);
+    const choice = choices[(call.choice ?? 0) % choices.length]!.values;
+    const options: ProbeOptions = { check: this.options.checks.valid, ...(call.concurrent ? { concurrent: true } : {}), ...smuggled, ...choice };
     if (!call.shape && !call.tool && !smuggled) {
       await this.sub.execProbe(entries, options);
       return;
@@ -507,7 +511,9 @@ export class Exec extends Step {
     const step = traffic.begin(
       `exec${tool ? ` to tool ${JSON.stringify(tool.tool)}` : ''}${afterChanging(this.change)}${smuggle ? ', with authority smuggled in the arguments' : ''}`,
     );
-    await traffic.send(step, { kind: 'valid', shape: this.shape, smuggle, launcherOverHttp: this.launcherOverHttp, ...(tool ? { tool } : {}) });
+    // The tool's argument choice follows from the draws already made (a new draw would change every seeded sequence).
+    const choice = this.shape * 3 + this.pick;
+    await traffic.send(step, { kind: 'valid', shape: this.shape, smuggle, launcherOverHttp: this.launcherOverHttp, choice, ...(tool ? { tool } : {}) });
   }
   toString(): string {
     return `Exec(${this.change}${this.change === 'keys' || this.change === 'policy' ? `:${this.pick}` : ''}, shape ${this.shape}${this.smuggle ? ', smuggle' : ''}${this.launcherOverHttp ? ', launcher over http' : ''})`;

@@ -36,7 +36,15 @@ export const FORMS = [
   'argv: empty elements',
   'argv: spaces and newlines',
 ] as const;
-export type CommandForm = (typeof FORMS)[number];
+/**
+ * Commands that take time, as builds and test runs do: the probe after 2.5 s of work, and after
+ * 2.5 s of steady output. Not in GRAMMAR (exploration's draws stay quick); the fixed checks send
+ * them beside their other calls, so that a watchdog that reruns a slow command outside the launch shows.
+ */
+export const SLOW_FORMS = ['slow: works first', 'slow: streams output'] as const;
+export type CommandForm = (typeof FORMS)[number] | (typeof SLOW_FORMS)[number];
+/** How long a slow command works before it runs the probe: past any watchdog of a second or two. */
+export const SLOW_COMMAND_MS = 2_500;
 
 /** Target sizes of the whole command (its argv's bytes, or its script's): a form's own size, then padded. */
 export const SIZES = { '100 B': 0, '1 KB': 1_200, '8 KB': 9_000, '100 KB': 100_000 } as const;
@@ -53,8 +61,9 @@ export interface GrammarEntry {
 /** Every form at every size: what exploration draws from. */
 export const GRAMMAR: GrammarEntry[] = FORMS.flatMap((form) => SIZE_NAMES.map((size) => ({ form, size })));
 
-/** What execution/inside-launch sends: every form at its own size, and each larger size on a few forms. */
+/** What execution/inside-launch sends: the slow forms first (they overlap the rest), every form at its own size, and each larger size on a few forms. */
 export const REPRESENTATIVE: GrammarEntry[] = [
+  ...SLOW_FORMS.map((form) => ({ form, size: '100 B' as const })),
   ...FORMS.map((form) => ({ form, size: '100 B' as const })),
   { form: 'simple', size: '1 KB' },
   { form: 'argv: many elements', size: '1 KB' },
@@ -182,6 +191,16 @@ function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[];
       return direct([kit.echo, '', n, '', 'after empty', '']);
     case 'argv: spaces and newlines':
       return direct([kit.echo, n, 'two  spaces', ' leading', 'trailing ', 'line one\nline two', '\ttab', ' ']);
+    case 'slow: works first': {
+      const steps = SLOW_COMMAND_MS / 500;
+      return { script: `i=0; while [ "$i" -lt ${steps} ]; do sleep 0.5; i=$((i + 1)); done; ${q(kit.git)} status --short ${n}` };
+    }
+    case 'slow: streams output': {
+      const lines = SLOW_COMMAND_MS / 100;
+      return {
+        script: `i=0; while [ "$i" -lt ${lines} ]; do printf 'build step %s of ${lines}\n' "$i"; sleep 0.1; i=$((i + 1)); done; ${q(kit.echo)} ${n} built`,
+      };
+    }
   }
 }
 

@@ -13,6 +13,7 @@ import {
   type ControlObservers,
 } from '../engine/judge.js';
 import { grammarProbe, type GrammarEntry } from './commands.js';
+import { argumentChoices } from '../engine/tool-calls.js';
 import {
   couldNotRun,
   fail,
@@ -34,7 +35,7 @@ export const everyExecTool: CheckDef = {
   summary:
     'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
   observes:
-    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends three commands past the sizes and forms a server may special-case (a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those three as Codex sends them there (nothing may run). Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends, at once, four commands past the durations, sizes and forms a server may special-case (a command that works for 2.5 s before it runs the probe, a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those four as Codex sends them there (nothing may run). Every exec tool, the primary included, is also driven with each choice of its optional properties (each alone at each of its values, and all together) and, for a code tool, with a program in each language it offers that this machine runs: with everything Codex sends and without a launcher over stdio, as Codex sends it over HTTP. Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
   why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
   typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
@@ -47,6 +48,8 @@ const ACCEPTED_RUN_WAIT_MS = 5000;
 /** What one exec tool was asked, on one server: the control (full authority) and the calls it must refuse. */
 export interface ToolCalls {
   adapter: ExecAdapter;
+  /** The optional values or language these calls set, in words (none: the tool's template alone). */
+  choice?: string;
   control?: ExecProbe;
   refusals: { label: string; probe: ExecProbe }[];
   /** With everything Codex sends, commands of TOOL_SHAPES: each runs inside a launch, or is refused. */
@@ -59,6 +62,7 @@ export interface ToolCalls {
  * a `bash -lc` unwrapped). The monitor judges where each ran.
  */
 const TOOL_SHAPES: GrammarEntry[] = [
+  { form: 'slow: works first', size: '100 B' },
   { form: 'simple', size: '1 KB' },
   { form: 'bash -lc', size: '8 KB' },
   { form: 'heredoc', size: '100 KB' },
@@ -75,14 +79,14 @@ const RELATIVE_LAUNCHER: Variant = { label: 'with a relative launcher', entries:
  */
 export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, check: string, full = true): Promise<ToolCalls> {
   const call = (entries: SandboxEntries) => probeTool(ctx, adapter, check, entries);
-  const shaped = async (entries: SandboxEntries) => {
-    const probes = [];
-    for (const entry of TOOL_SHAPES) {
-      const { form, probe } = await grammarProbe(ctx, entry, entries, { adapter, check });
-      probes.push({ label: form, probe });
-    }
-    return probes;
-  };
+  // At once: the slow command's seconds overlap the others'.
+  const shaped = (entries: SandboxEntries) =>
+    Promise.all(
+      TOOL_SHAPES.map(async (entry) => {
+        const { form, probe } = await grammarProbe(ctx, entry, entries, { adapter, check });
+        return { label: form, probe };
+      }),
+    );
   if (ctx.transport === 'http') {
     const refusals = [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }];
     for (const { label, probe } of await shaped(ctx.codexEntries())) refusals.push({ label: `over HTTP (${label})`, probe });
@@ -118,6 +122,38 @@ async function ownControl(primary: Promise<ControlFacts>, tool: string): Promise
   if (facts.tool) return facts.tool(tool);
   return { works: false, detail: `${tool} got no control call over stdio (${facts.detail})` };
 }
+
+/**
+ * Drives a tool with each of its argument choices but the first (the template alone, which
+ * driveExecTool sends): each optional property alone and all together, each language a code tool
+ * offers. Over stdio the control and the call without a launcher for each; over HTTP one call as
+ * Codex sends it there. The refusals of a choice rest on that choice's own control.
+ */
+export async function driveChoices(ctx: IsolatedContext, adapter: ExecAdapter, check: string): Promise<ToolCalls[]> {
+  const choices = argumentChoices(adapter).slice(1);
+  // Several at once (a model sets a handful of properties; a long enum gives many choices).
+  const driven: ToolCalls[] = [];
+  for (let i = 0; i < choices.length; i += CHOICES_AT_ONCE) {
+    const batch = choices.slice(i, i + CHOICES_AT_ONCE).map(async (choice): Promise<ToolCalls> => {
+      const call = async (entries: SandboxEntries) => (await grammarProbe(ctx, undefined, entries, { adapter, check, ...choice.values })).probe;
+      if (ctx.transport === 'http')
+        return { adapter, choice: choice.label, refusals: [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }], shaped: [] };
+      const control = await call(ctx.codexEntries());
+      return {
+        adapter,
+        choice: choice.label,
+        control,
+        refusals: [{ label: WITHOUT_LAUNCHER.label, probe: await call(WITHOUT_LAUNCHER.entries(ctx)) }],
+        shaped: [],
+      };
+    });
+    driven.push(...(await Promise.all(batch)));
+  }
+  return driven;
+}
+
+/** Argument choices driven at once by driveChoices. */
+const CHOICES_AT_ONCE = 4;
 
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
 type ToolVerdict =
@@ -167,9 +203,9 @@ export async function judgeToolCalls(
   observers: ControlObservers,
   primary: Promise<ControlFacts>,
 ): Promise<ToolVerdict> {
-  const tool = calls.adapter.tool;
+  const tool = calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool;
   const control = calls.control ? await judgeControl(tool, calls.control, observations, observers) : undefined;
-  const facts = control ? Promise.resolve(control.facts) : ownControl(primary, tool);
+  const facts = control ? Promise.resolve(control.facts) : ownControl(primary, calls.adapter.tool);
   for (const { label, probe } of calls.refusals) {
     const verdict = await judgeFailClosed(probe, observations, facts);
     if (verdict.status === 'fail') return { kind: 'fail', verdict: { ...verdict, message: `${tool}, ${label}: ${verdict.message}` } };
@@ -219,11 +255,22 @@ export const everyExecToolScenario: Scenario = {
   needs: everyExecTool.needs,
   transports: ['stdio', 'http'],
   run: async (ctx) => {
-    if (ctx.execTools.length === 0) {
-      return new Map([[everyExecTool.id, notApplicable(`the server has one exec tool (${ctx.exec?.tool ?? 'none'}), which the other checks drive`)]]);
+    // The primary's template alone is every other check's; its optional values and languages are driven here.
+    const primaryChoices = ctx.exec && argumentChoices(ctx.exec).length > 1;
+    if (ctx.execTools.length === 0 && !primaryChoices) {
+      return new Map([
+        [
+          everyExecTool.id,
+          notApplicable(`the server has one exec tool (${ctx.exec?.tool ?? 'none'}), which the other checks drive, and it takes no optional property`),
+        ],
+      ]);
     }
     const driven: ToolCalls[] = [];
-    for (const adapter of ctx.execTools) driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
+    if (primaryChoices) driven.push(...(await driveChoices(ctx, ctx.exec!, everyExecTool.id)));
+    for (const adapter of ctx.execTools) {
+      driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
+      driven.push(...(await driveChoices(ctx, adapter, everyExecTool.id)));
+    }
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
     const nonces = driven.flatMap(({ control, shaped }) =>
       [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (accepted(probe) ? [probe!.nonce] : [])),
@@ -231,7 +278,11 @@ export const everyExecToolScenario: Scenario = {
     await awaitProbeRuns(ctx, nonces, ACCEPTED_RUN_WAIT_MS);
     const observations = await ctx.observe();
     const judged = [];
-    for (const calls of driven) judged.push({ tool: calls.adapter.tool, verdict: await judgeToolCalls(calls, observations, ctx.observers, ctx.control()) });
+    for (const calls of driven)
+      judged.push({
+        tool: calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool,
+        verdict: await judgeToolCalls(calls, observations, ctx.observers, ctx.control()),
+      });
     const what =
       ctx.transport === 'http'
         ? 'over HTTP (no launcher, as Codex sends) each refused with nothing run'

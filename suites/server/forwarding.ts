@@ -156,7 +156,8 @@ function judgeLauncherUsed(probe: ExecProbe, observations: Observations, facts: 
  * other exec tool's own control call (its refusals over HTTP rest on it), in this scenario's turn.
  */
 async function publishWithToolControls(ctx: ScenarioContext, facts: ControlFacts): Promise<void> {
-  const tools = new Map<string, ControlFacts>();
+  // The primary's own control is this one (its optional values' refusals over HTTP rest on it).
+  const tools = new Map<string, ControlFacts>(ctx.exec ? [[ctx.exec.tool, facts]] : []);
   let made!: () => void;
   const allMade = new Promise<void>((resolve) => (made = resolve));
   const tool = async (name: string): Promise<ControlFacts> => {

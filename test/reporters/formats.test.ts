@@ -9,6 +9,7 @@ import { renderHuman } from '../../cli/reporters/human.js';
 import { parseReporters } from '../../cli/reporters/index.js';
 import { renderJson } from '../../cli/reporters/json.js';
 import { renderJunit } from '../../cli/reporters/junit.js';
+import { SKIPPED_BY_OPERATOR } from '../../harness/exec-adapter.js';
 import { MARKDOWN_BUDGET, renderMarkdown } from '../../cli/reporters/markdown.js';
 import { redactArgv, redactText, writeTranscripts } from '../../cli/transcripts.js';
 import { UsageError } from '../../cli/config.js';
@@ -353,7 +354,7 @@ describe('the tools line: every listed tool, and what the suite did with it', ()
           chosen: ['timeout_ms: 60000 (a timeout in ms: generous)'],
         },
       },
-      { name: 'rm_rf', why: 'its annotations say destructiveHint: true', annotated: true },
+      { name: 'rm_rf', why: SKIPPED_BY_OPERATOR, skipped: true },
       {
         name: 'run_fast',
         role: 'extra',
@@ -372,7 +373,7 @@ describe('the tools line: every listed tool, and what the suite did with it', ()
       '"start_process": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool) with {"command":"{{command}}","timeout_ms":60000}',
     );
     expect(line).toContain('chose timeout_ms: 60000 (a timeout in ms: generous)');
-    expect(line).toContain('"rm_rf": not exercised (its annotations say destructiveHint: true; --exercise-all-tools drives it)');
+    expect(line).toContain('"rm_rf": not exercised (left out by the operator: --skip-tool)');
     expect(line).toContain(
       '"run_fast": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool), listed later (after notifications/tools/list_changed)',
     );

@@ -1,6 +1,23 @@
 import { execFileSync } from 'node:child_process';
 import { expect, test } from 'vitest';
-import { argvBytes, FORMS, generate, GRAMMAR, MAX_ELEMENT_BYTES, REPRESENTATIVE, SIZE_NAMES, SIZES, type CommandKit } from '../../suites/server/commands.js';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  argvBytes,
+  FORMS,
+  generate,
+  GRAMMAR,
+  MAX_ELEMENT_BYTES,
+  REPRESENTATIVE,
+  SIZE_NAMES,
+  SIZES,
+  SLOW_COMMAND_MS,
+  SLOW_FORMS,
+  type CommandKit,
+  type GrammarEntry,
+} from '../../suites/server/commands.js';
 import { commandText } from '../../suites/engine/judge.js';
 
 // The command grammar (suites/server/commands.ts) without a server: what it generates, how big,
@@ -18,15 +35,17 @@ const kit: CommandKit = {
 };
 const nonce = '0123456789ab';
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+/** Every command the suite sends: the grammar, and the slow forms at their own size. */
+const EVERY: GrammarEntry[] = [...GRAMMAR, ...SLOW_FORMS.map((form) => ({ form, size: '100 B' as const }))];
 
 test('the representative set has every form and every size', () => {
-  expect(new Set(REPRESENTATIVE.map((e) => e.form))).toEqual(new Set(FORMS));
+  expect(new Set(REPRESENTATIVE.map((e) => e.form))).toEqual(new Set([...FORMS, ...SLOW_FORMS]));
   expect(new Set(REPRESENTATIVE.map((e) => e.size))).toEqual(new Set(SIZE_NAMES));
   expect(GRAMMAR.length).toBe(FORMS.length * SIZE_NAMES.length);
 });
 
 test('every command reaches its size, keeps each argv element under 128 KiB, and names no probe', () => {
-  for (const entry of GRAMMAR) {
+  for (const entry of EVERY) {
     const command = generate(kit, entry, nonce);
     const size = Math.max(argvBytes(command.argv), bytes(command.script));
     const label = `${entry.form} at ${entry.size}`;
@@ -43,16 +62,44 @@ test('every command reaches its size, keeps each argv element under 128 KiB, and
 });
 
 test('no word of the filler or of a form could pass for a nonce (the probe takes the first 12-hex-digit argument)', () => {
-  for (const entry of GRAMMAR) {
+  for (const entry of EVERY) {
     const words = generate(kit, entry, nonce).script.split(/[\s'"=;|&()`$<>]+/);
     expect(words.filter((w) => /^[0-9a-f]{12}$/.test(w) && w !== nonce)).toEqual([]);
   }
 });
 
 test('every script is valid sh (and the bash wrapper valid bash)', () => {
-  for (const entry of GRAMMAR.filter((e) => e.size !== '100 KB')) {
+  for (const entry of EVERY.filter((e) => e.size !== '100 KB')) {
     const { script } = generate(kit, entry, nonce);
     expect(() => execFileSync('/bin/sh', ['-n', '-c', script], { stdio: 'pipe' }), `${entry.form} at ${entry.size}`).not.toThrow();
+  }
+});
+
+test('a slow command works for its seconds before it runs the probe, the streaming one writing all along', async () => {
+  const probes = mkdtempSync(join(tmpdir(), 'msc-slow-'));
+  // The probe under each everyday name: it records when it ran.
+  const timed: CommandKit = { ...kit, git: join(probes, 'git'), echo: join(probes, 'echo') };
+  for (const name of ['git', 'echo'])
+    execFileSync('/bin/sh', ['-c', `printf '#!/bin/sh\\ndate +%%s%%N > "$0.ran"\\n' > ${name} && chmod +x ${name}`], { cwd: probes });
+  try {
+    const runs = SLOW_FORMS.map(
+      (form) =>
+        new Promise<{ form: string; ms: number; lines: number }>((resolve, reject) => {
+          const started = Date.now();
+          execFile('/bin/sh', ['-c', generate(timed, { form, size: '100 B' }, nonce).script], (error, stdout) =>
+            error ? reject(error) : resolve({ form, ms: Date.now() - started, lines: stdout.split('\n').filter(Boolean).length }),
+          );
+        }),
+    );
+    for (const { form, ms, lines } of await Promise.all(runs)) {
+      // sleep never wakes early: a lower bound holds however loaded the machine is.
+      expect(ms, form).toBeGreaterThanOrEqual(SLOW_COMMAND_MS - 100);
+      if (form === 'slow: streams output') expect(lines, form).toBeGreaterThanOrEqual(SLOW_COMMAND_MS / 100);
+    }
+    // And then the probe ran, last.
+    expect(['git', 'echo'].filter((name) => existsSync(join(probes, `${name}.ran`)))).toEqual(['git', 'echo']);
+  } finally {
+    rmSync(probes, { recursive: true, force: true });
   }
 });
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { execEntries, execFlags, globMatcher, loadConfig, parseEnvPairs, parseExecArgs, UsageError, validateConfig } from '../../cli/config.js';
+import { execEntries, execFlags, globMatcher, loadConfig, parseEnvPairs, parseExecArgs, skippedTools, UsageError, validateConfig } from '../../cli/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'msc-config-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -60,6 +60,13 @@ describe('flags', () => {
     expect(execEntries(validateConfig({ exec: { tool: 'a' } }, 'f').exec)).toEqual([{ tool: 'a', arguments: undefined }]);
     expect(() => validateConfig({ exec: [] }, 'f')).toThrow(/"exec" must be/);
     expect(() => validateConfig({ exec: [{ tool: '' }] }, 'f')).toThrow(/"exec" must be/);
+  });
+  test('--skip-tool and "skipTools": each name once; a name both driven and left out is an error', () => {
+    expect(validateConfig({ skipTools: ['rm_rf'] }, 'f')).toEqual({ skipTools: ['rm_rf'] });
+    expect(() => validateConfig({ skipTools: 'rm_rf' }, 'f')).toThrow(/"skipTools" must be a list of tool names/);
+    expect(skippedTools(['a', 'b', 'a'], [])).toEqual(['a', 'b']);
+    expect(() => skippedTools(['exec'], [{ tool: 'exec' }])).toThrow(/tool "exec" is named both to drive .* and to leave out/);
+    expect(() => skippedTools([''], [])).toThrow(/--skip-tool needs a tool name/);
   });
   test('--exec-args must be JSON', () => {
     expect(parseExecArgs('{"a":"{{argv}}"}')).toEqual({ a: '{{argv}}' });

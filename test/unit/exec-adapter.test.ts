@@ -11,6 +11,7 @@ import {
   renderArguments,
   resolveExecAdapter,
   resolveExecTools,
+  SKIPPED_BY_OPERATOR,
   toolArguments,
   usesShellString,
   type ExecAdapter,
@@ -155,35 +156,40 @@ describe('every exec tool', () => {
     { ...tool('rm_rf', { command: { type: 'string' } }), annotations: { destructiveHint: true } },
     { name: 'web', description: 'Starts a browser process.', inputSchema: { type: 'object', properties: { url: { type: 'number' } } } },
   ];
-  test('the first is the primary; every other that takes a command is driven; every listed tool is accounted for', () => {
+  test('the first is the primary; every other that takes a command is driven, whatever its annotations; every listed tool is accounted for', () => {
     const { primary, extra, accounts } = resolveExecTools(tools);
     expect(primary).toMatchObject({ tool: 'exec' });
-    expect(extra.map((a) => a.tool)).toEqual(['run_script']);
+    expect(extra.map((a) => a.tool)).toEqual(['run_script', 'rm_rf']);
     expect(accounts.map((a) => [a.name, a.role ?? a.why])).toEqual([
       ['exec', 'primary'],
       ['run_script', 'extra'],
+      ['rm_rf', 'extra'],
       ['echo', 'no command-like input'],
-      ['rm_rf', 'its annotations say destructiveHint: true'],
       ['web', 'its description says it runs something, but it has no property the suite can place a command in'],
     ]);
-    expect(accounts.find((a) => a.name === 'rm_rf')?.annotated).toBe(true);
   });
-  test('--exercise-all-tools drives the destructive or open-world ones too', () => {
-    expect(resolveExecTools(tools, [], undefined, { exerciseAll: true }).extra.map((a) => a.tool)).toEqual(['run_script', 'rm_rf']);
-  });
-  test('named tools: exactly those, the first the primary; a tool that cannot be named is accounted for', () => {
-    const { primary, extra, accounts } = resolveExecTools(tools, [
-      { tool: 'run_script', source: 'flag' },
-      { tool: 'exec', arguments: { command: '{{argv}}' }, source: 'flag' },
-      { tool: 'nope', source: 'flag' },
-    ]);
+  test('named tools say how to call them and which is the primary; detection still drives every other exec tool', () => {
+    const { primary, extra, accounts } = resolveExecTools(tools, {
+      configured: [
+        { tool: 'run_script', source: 'flag' },
+        { tool: 'exec', arguments: { command: '{{argv}}' }, source: 'flag' },
+        { tool: 'nope', source: 'flag' },
+      ],
+    });
     expect(primary).toMatchObject({ tool: 'run_script', arguments: { script: '{{command}}' }, source: 'flag' });
-    expect(extra.map((a) => a.tool)).toEqual(['exec']);
+    expect(extra.map((a) => [a.tool, a.source])).toEqual([
+      ['exec', 'flag'],
+      ['rm_rf', 'detected'],
+    ]);
     expect(accounts.find((a) => a.name === 'nope')?.why).toMatch(/no tool named "nope"/);
-    expect(accounts.find((a) => a.name === 'rm_rf')?.why).toMatch(/named by the operator/);
+  });
+  test('only a name the operator leaves out keeps an exec tool undriven, and its account says so', () => {
+    const { extra, accounts } = resolveExecTools(tools, { skip: ['rm_rf'] });
+    expect(extra.map((a) => a.tool)).toEqual(['run_script']);
+    expect(accounts.find((a) => a.name === 'rm_rf')).toEqual({ name: 'rm_rf', why: SKIPPED_BY_OPERATOR, skipped: true });
   });
   test('a tool the Codex config disables is accounted for, not driven', () => {
-    const { extra, accounts } = resolveExecTools(tools, [], { disabled: ['run_script'] });
+    const { extra, accounts } = resolveExecTools(tools, { filter: { disabled: ['run_script', 'rm_rf'] } });
     expect(extra).toEqual([]);
     expect(accounts.find((a) => a.name === 'run_script')?.why).toMatch(/not enabled/);
   });
