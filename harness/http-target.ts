@@ -3,6 +3,7 @@ import { createServer, connect as tcpConnect } from 'node:net';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { boundValue } from './bounded-json.js';
 import { isObject } from './json.js';
 import { spawnTracked } from './process-registry.js';
 import { assertNotAborted, currentScope } from './process-scope.js';
@@ -55,13 +56,8 @@ export async function startHttpCommand(
   transcript.note(`starting: ${command}`);
   const tracked = spawnTracked('/bin/sh', ['-c', command], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], contain: true });
   const child = tracked.child;
-  // Its output goes to the transcript, up to 1 MB (a chatty server must not fill the memory).
-  let kept = 0;
-  const record = (chunk: string) => {
-    if (kept >= 1024 * 1024) return;
-    kept += chunk.length;
-    transcript.stderr(chunk);
-  };
+  // Its output goes to the transcript (which keeps its start and end: a chatty server must not fill the memory).
+  const record = (chunk: string) => transcript.stderr(chunk);
   child.stdout?.setEncoding('utf8').on('data', record);
   child.stderr?.setEncoding('utf8').on('data', record);
   let exited: string | undefined;
@@ -170,7 +166,9 @@ export class CodexHttpTransport implements Transport {
     const extra = Object.fromEntries(Object.entries(extraHeaders).map(([name, value]) => [name.toLowerCase(), value]));
     this.headers = { ...extra, ...CODEX_HTTP_HEADERS, ...(parts.authorization ? { authorization: parts.authorization } : {}) };
     this.sdk = new Sdk(parts.url, { fetch: (input, init) => this.fetch(input, init) });
-    this.sdk.onmessage = (message) => {
+    this.sdk.onmessage = (whole) => {
+      // The SDK parsed it whole; only its bounded form is kept (harness/bounded-json.ts).
+      const message = boundValue(whole) as JSONRPCMessage;
       this.observe(message);
       this.onmessage?.(message);
     };
