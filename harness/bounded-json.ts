@@ -50,8 +50,8 @@ class Budget {
 
 /**
  * A parsed value (a message an SDK transport parsed), bounded: the value itself when nothing in it
- * is over the bounds, else a copy that is (marked where it was cut; the whole's size and hash in
- * elidedMessages).
+ * is over the bounds, else a copy that is, marked where it was cut (not in elidedMessages: the
+ * text as sent is not known here, and serializing it again would only double the memory it took).
  */
 export function boundValue(value: unknown): unknown {
   const budget = new Budget();
@@ -83,11 +83,7 @@ export function boundValue(value: unknown): unknown {
     return out;
   };
   const bounded = walk(value, 0);
-  if (!cut) return value;
-  const whole = JSON.stringify(value);
-  if (typeof bounded === 'object' && bounded !== null)
-    elidedMessages.set(bounded, { bytes: Buffer.byteLength(whole), sha256: shortHash(createHash('sha256').update(whole)) });
-  return bounded;
+  return cut ? bounded : value;
 }
 
 /** Decodes a run of a JSON string's raw bytes (between its quotes), exactly when whole; at a cut, up to a few characters of an escape or a character split there are dropped. */

@@ -61,6 +61,5 @@ describe('boundValue', () => {
     expect(bounded.result.isError).toBe(false);
     expect(bounded.result.content[0]!.text.endsWith('atail')).toBe(true);
     expect(bounded.result.content[0]!.text).toContain('bytes elided here by the conformance suite');
-    expect(elidedMessages.get(bounded)?.bytes).toBeGreaterThan(3_000_000);
   });
 });
