@@ -111,8 +111,8 @@ export class CodexSession {
   private failure?: string;
   private handshaking = false;
   /** Responses whose id matches no request of ours, and messages that are not valid JSON-RPC, for the timeout explanation. */
-  private readonly unknownIds: unknown[] = [];
-  private readonly invalid: string[] = [];
+  private readonly unknownIds = new FirstFew<unknown>();
+  private readonly invalid = new FirstFew<string>();
   /** Messages received that are JSON-RPC: a target that sent none and wrote other text does not speak MCP. */
   private jsonRpcReceived = 0;
   /** Our requests during the handshake, as sent: a target that copies its input to its output (cat) sends them back. */
@@ -169,27 +169,29 @@ export class CodexSession {
 
   private failAll(detail: string): void {
     this.closedDetail ??= detail;
-    for (const [id, pending] of this.pending) {
-      clearTimeout(pending.timer);
-      pending.resolve({ kind: 'closed', detail });
-      this.pending.delete(id);
-    }
+    for (const id of [...this.pending.keys()]) this.settle(id, { kind: 'closed', detail });
+  }
+
+  /** Ends a pending request (its timer cleared) with `outcome`, or what it makes of the request; nothing when none is pending under `id`. */
+  private settle(id: unknown, outcome: RawOutcome | ((pending: Pending) => RawOutcome)): void {
+    const pending = typeof id === 'number' ? this.pending.get(id) : undefined;
+    if (!pending) return;
+    this.pending.delete(id as number);
+    clearTimeout(pending.timer);
+    pending.resolve(typeof outcome === 'function' ? outcome(pending) : outcome);
   }
 
   private onMessage(message: JSONRPCMessage): void {
     const problem = envelopeProblem(message);
     if (problem !== undefined) {
-      this.invalid.push(problem);
-      this.transcript.note(`not a valid JSON-RPC message: ${problem}`);
+      if (this.invalid.add(problem)) this.transcript.note(`not a valid JSON-RPC message: ${problem}`);
+      else if (this.invalid.count === FirstFew.KEPT + 1) this.transcript.note(`more messages that are not valid JSON-RPC: only counted from here`);
       // A malformed answer to a pending request ends that request: it got no usable answer.
       const raw: unknown = message;
-      const id = isObject(raw) ? raw.id : undefined;
-      const pending = typeof id === 'number' ? this.pending.get(id) : undefined;
-      if (pending && typeof id === 'number') {
-        this.pending.delete(id);
-        clearTimeout(pending.timer);
-        pending.resolve({ kind: 'closed', detail: `the server answered with an invalid JSON-RPC message (${problem}): ${excerpt(message)}` });
-      }
+      this.settle(isObject(raw) ? raw.id : undefined, {
+        kind: 'closed',
+        detail: `the server answered with an invalid JSON-RPC message (${problem}): ${excerpt(message)}`,
+      });
       return;
     }
     const msg = message as Record<string, unknown>;
@@ -204,20 +206,17 @@ export class CodexSession {
       if (msg.method === 'notifications/tools/list_changed') this.toolsListChanged++;
       return;
     }
-    const id = typeof msg.id === 'number' ? msg.id : Number.NaN;
-    const pending = this.pending.get(id);
-    if (!pending) {
+    if (!(typeof msg.id === 'number' && this.pending.has(msg.id))) {
       // Unknown id: it stays in the transcript for checks to see, and explains a timeout.
-      if (!(typeof msg.id === 'number' && msg.id < this.nextId)) this.unknownIds.push(msg.id);
+      if (!(typeof msg.id === 'number' && msg.id < this.nextId)) this.unknownIds.add(msg.id);
       return;
     }
-    this.pending.delete(id);
-    clearTimeout(pending.timer);
     // The deadline is the clock's, as Codex's is: an answer read after it (its timer not yet run,
     // on a starved event loop) came too late all the same.
-    if (Date.now() > pending.deadline) return pending.resolve({ kind: 'timeout', afterMs: pending.timeoutMs });
-    if (isObject(msg.error)) pending.resolve({ kind: 'error', error: msg.error, message });
-    else pending.resolve({ kind: 'result', result: msg.result, message });
+    this.settle(msg.id, (pending): RawOutcome => {
+      if (Date.now() > pending.deadline) return { kind: 'timeout', afterMs: pending.timeoutMs };
+      return isObject(msg.error) ? { kind: 'error', error: msg.error, message } : { kind: 'result', result: msg.result, message };
+    });
   }
 
   /** Our own request sent back unchanged: not a request of the server's; the request it copies gets no answer ever. */
@@ -226,12 +225,7 @@ export class CodexSession {
     if (typeof msg.method !== 'string' || id === undefined || this.sentDuringHandshake.get(id) !== JSON.stringify(msg)) return false;
     this.echoed ??= msg.method;
     this.transcript.note(`the target sent our own ${msg.method} request back unchanged`);
-    const pending = this.pending.get(id);
-    if (pending) {
-      this.pending.delete(id);
-      clearTimeout(pending.timer);
-      pending.resolve({ kind: 'closed', detail: `the target sent our own ${msg.method} request back unchanged` });
-    }
+    this.settle(id, { kind: 'closed', detail: `the target sent our own ${msg.method} request back unchanged` });
     return true;
   }
 
@@ -282,53 +276,51 @@ export class CodexSession {
   }
 
   request(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
-    const outcome = this.rawRequest(method, params, timeoutMs);
-    if (this.handshaking) return outcome;
-    // After startup, a request that got no answer makes the scenario's verdicts suspect (see unansweredCalls).
-    return outcome.then((result) => {
+    return this.sendRequest(method, params, timeoutMs).outcome;
+  }
+
+  /**
+   * Sends a request: its id (none when the connection is already closed) and its outcome. After
+   * startup, a request that got no answer makes the scenario's verdicts suspect (see unansweredCalls).
+   */
+  private sendRequest(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): { id?: number; outcome: Promise<RawOutcome> } {
+    if (this.closedDetail) return { outcome: Promise.resolve({ kind: 'closed', detail: this.closedDetail }) };
+    const id = this.nextId++;
+    const message: Record<string, unknown> = { jsonrpc: '2.0', id, method };
+    if (params !== undefined) message.params = params;
+    if (this.handshaking) this.sentDuringHandshake.set(id, JSON.stringify(message));
+    const outcome = new Promise<RawOutcome>((resolve) => {
+      const timer = setTimeout(() => this.settle(id, { kind: 'timeout', afterMs: timeoutMs }), timeoutMs);
+      this.pending.set(id, { method, resolve, timer, deadline: Date.now() + timeoutMs, timeoutMs });
+      this.transport
+        .send(message as JSONRPCMessage)
+        .catch((error: Error) => this.settle(id, { kind: 'closed', detail: this.closedDetail ?? errorText(error) }));
+    });
+    if (this.handshaking) return { id, outcome };
+    const noted = outcome.then((result) => {
       if ((result.kind === 'timeout' || result.kind === 'closed') && !(result.kind === 'closed' && result.detail === HOST_CLOSED)) {
         this.unanswered.push(`${method}: ${this.explain(result)}`);
       }
       return result;
     });
-  }
-
-  private rawRequest(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RawOutcome> {
-    if (this.closedDetail) return Promise.resolve({ kind: 'closed', detail: this.closedDetail });
-    const id = this.nextId++;
-    const message: Record<string, unknown> = { jsonrpc: '2.0', id, method };
-    if (params !== undefined) message.params = params;
-    if (this.handshaking) this.sentDuringHandshake.set(id, JSON.stringify(message));
-    return new Promise<RawOutcome>((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        resolve({ kind: 'timeout', afterMs: timeoutMs });
-      }, timeoutMs);
-      this.pending.set(id, { method, resolve, timer, deadline: Date.now() + timeoutMs, timeoutMs });
-      this.transport.send(message as JSONRPCMessage).catch((error: Error) => {
-        this.pending.delete(id);
-        clearTimeout(timer);
-        resolve({ kind: 'closed', detail: this.closedDetail ?? errorText(error) });
-      });
-    });
+    return { id, outcome: noted };
   }
 
   /** An outcome in words, with what the server sent meanwhile that explains a silence. */
   explain(outcome: RawOutcome, what = `no answer within ${outcome.kind === 'timeout' ? outcome.afterMs : 0} ms`): string {
     if (outcome.kind !== 'timeout') return describeOutcome(outcome);
     const hints: string[] = [];
-    if (this.unknownIds.length) {
+    const { count: unknown, first: ids } = this.unknownIds;
+    if (unknown) {
       hints.push(
-        `the server sent ${this.unknownIds.length} response${this.unknownIds.length === 1 ? '' : 's'} with an id the host never used (${this.unknownIds
+        `the server sent ${unknown} response${unknown === 1 ? '' : 's'} with an id the host never used (${ids
           .slice(0, 3)
           .map((id) => excerpt(id, 40))
           .join(', ')})`,
       );
     }
-    if (this.invalid.length)
-      hints.push(
-        `${this.invalid.length} message${this.invalid.length === 1 ? '' : 's'} that ${this.invalid.length === 1 ? 'is' : 'are'} not valid JSON-RPC (${this.invalid[0]})`,
-      );
+    const { count: invalid, first: problems } = this.invalid;
+    if (invalid) hints.push(`${invalid} message${invalid === 1 ? '' : 's'} that ${invalid === 1 ? 'is' : 'are'} not valid JSON-RPC (${problems[0]})`);
     const garbage = garbageLines(this.transcript);
     if (garbage.length) {
       hints.push(
@@ -404,9 +396,9 @@ export class CodexSession {
   /** A model-initiated tools/call with Codex's `_meta`. */
   async callTool(name: string, args: unknown, sandbox: SandboxEntries, timeoutMs: number): Promise<RawOutcome> {
     const meta = toolCallMeta(this.thread, this.nextCall++, sandbox, this.nextProgressToken++);
-    const id = this.nextId; // the id rawRequest gives it
-    const outcome = await this.request('tools/call', { _meta: meta, name, arguments: args }, timeoutMs);
-    const asked = this.elicitations.filter((e) => e.duringCalls.includes(id));
+    const sent = this.sendRequest('tools/call', { _meta: meta, name, arguments: args }, timeoutMs);
+    const outcome = await sent.outcome;
+    const asked = this.elicitations.filter((e) => sent.id !== undefined && e.duringCalls.includes(sent.id));
     return asked.length ? { ...outcome, elicitations: asked } : outcome;
   }
 
@@ -422,6 +414,19 @@ export class CodexSession {
 }
 
 const HOST_CLOSED = 'closed by the host';
+
+/** Of what a server may send without end, the first few and a count. */
+class FirstFew<T> {
+  static readonly KEPT = 10;
+  readonly first: T[] = [];
+  count = 0;
+  /** Whether it is among the first few. */
+  add(item: T): boolean {
+    if (++this.count > FirstFew.KEPT) return false;
+    this.first.push(item);
+    return true;
+  }
+}
 
 /** The lines the server wrote to stdout that are not JSON (as the transcript keeps them). */
 const garbageLines = (transcript: Transcript): string[] => transcript.entries.flatMap((e) => (e.dir === 'server-stdout-garbage' ? [e.line] : []));

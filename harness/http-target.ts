@@ -3,6 +3,7 @@ import { createServer, connect as tcpConnect } from 'node:net';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { BoundedJsonParser, boundValue, STRING_KEEP } from './bounded-json.js';
 import { isObject } from './json.js';
 import { spawnTracked } from './process-registry.js';
 import { assertNotAborted, currentScope } from './process-scope.js';
@@ -55,13 +56,8 @@ export async function startHttpCommand(
   transcript.note(`starting: ${command}`);
   const tracked = spawnTracked('/bin/sh', ['-c', command], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], contain: true });
   const child = tracked.child;
-  // Its output goes to the transcript, up to 1 MB (a chatty server must not fill the memory).
-  let kept = 0;
-  const record = (chunk: string) => {
-    if (kept >= 1024 * 1024) return;
-    kept += chunk.length;
-    transcript.stderr(chunk);
-  };
+  // Its output goes to the transcript (which keeps its start and end: a chatty server must not fill the memory).
+  const record = (chunk: string) => transcript.stderr(chunk);
   child.stdout?.setEncoding('utf8').on('data', record);
   child.stderr?.setEncoding('utf8').on('data', record);
   let exited: string | undefined;
@@ -108,6 +104,133 @@ export const CODEX_HTTP_HEADERS: Readonly<Record<string, string>> = {
   'user-agent': 'codex-mcp-client/0.171.0',
   accept: 'text/event-stream, application/json',
 };
+
+/**
+ * A response whose messages reach the SDK in their bounded form (harness/bounded-json.ts): the SDK
+ * reads each SSE event and JSON body whole, so a long one is parsed here as it arrives instead,
+ * and passed on as the bounded message's JSON. Short ones pass unchanged.
+ */
+function boundedResponse(response: Response): Response {
+  const type = response.headers.get('content-type') ?? '';
+  const bounder = type.includes('text/event-stream') ? new BoundedEvents() : type.includes('application/json') ? boundedBody() : undefined;
+  if (!response.body || !bounder) return response;
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => bounder.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)).forEach((out) => controller.enqueue(out)),
+      flush: (controller) => bounder.end().forEach((out) => controller.enqueue(out)),
+    }),
+  );
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/** One JSON text in pieces: passed whole while short, else as its bounded form's JSON. */
+class BoundedData {
+  private short: Buffer[] = [];
+  private bytes = 0;
+  private parser?: BoundedJsonParser;
+  private head = '';
+
+  add(piece: Buffer): void {
+    this.bytes += piece.length;
+    if (!this.parser && this.bytes <= STRING_KEEP) {
+      this.short.push(piece);
+      return;
+    }
+    if (!this.parser) {
+      const start = Buffer.concat(this.short);
+      this.head = start.subarray(0, 1000).toString('utf8');
+      this.parser = new BoundedJsonParser();
+      this.short = [];
+      this.feed(start);
+    }
+    this.feed(piece);
+  }
+  private feed(piece: Buffer): void {
+    try {
+      this.parser?.feed(piece);
+    } catch {
+      this.parser = undefined;
+      this.bytes = Number.POSITIVE_INFINITY; // not JSON: only its start is passed on
+    }
+  }
+  /** The text to pass on (what is not JSON: its start, for the SDK to fail on). */
+  end(): Buffer {
+    let text: Buffer;
+    if (this.bytes <= STRING_KEEP) text = Buffer.concat(this.short);
+    else {
+      let value: unknown;
+      try {
+        value = this.parser?.finish();
+      } catch {
+        value = undefined;
+      }
+      text = Buffer.from(value === undefined ? this.head : JSON.stringify(value));
+    }
+    this.short = [];
+    this.bytes = 0;
+    this.parser = undefined;
+    return text;
+  }
+}
+
+/** A JSON body, through BoundedData. */
+function boundedBody(): { push(chunk: Buffer): Buffer[]; end(): Buffer[] } {
+  const data = new BoundedData();
+  return { push: (chunk) => (data.add(chunk), []), end: () => [data.end()] };
+}
+
+/** Server-sent events, each event's data through BoundedData; other lines pass as they are. */
+class BoundedEvents {
+  private line: Buffer[] = [];
+  /** Whether the current line is a data line (undefined until its first bytes say). */
+  private dataLine?: boolean;
+  private data?: BoundedData;
+
+  push(chunk: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    let start = 0;
+    for (let newline; (newline = chunk.indexOf(0x0a, start)) >= 0; start = newline + 1) {
+      this.add(chunk.subarray(start, newline));
+      this.endLine(out);
+    }
+    if (start < chunk.length) this.add(chunk.subarray(start));
+    return out;
+  }
+  end(): Buffer[] {
+    return this.line.length ? [Buffer.concat(this.line)] : [];
+  }
+
+  private add(piece: Buffer): void {
+    if (this.dataLine) return this.data!.add(piece);
+    this.line.push(piece);
+    if (this.dataLine === false) return;
+    const start = Buffer.concat(this.line);
+    if (start.length < 5) return;
+    this.dataLine = start.subarray(0, 5).toString('latin1') === 'data:';
+    if (!this.dataLine) return;
+    // The data after "data:" and its optional space; lines of one event are joined with a newline (white space to JSON).
+    if (this.data) this.data.add(Buffer.from('\n'));
+    else this.data = new BoundedData();
+    this.line = [];
+    this.data.add(start.subarray(start[5] === 0x20 ? 6 : 5));
+  }
+
+  private endLine(out: Buffer[]): void {
+    const wasData = this.dataLine;
+    const line = Buffer.concat(this.line);
+    this.line = [];
+    this.dataLine = undefined;
+    if (wasData) return;
+    // A blank line ends the event: its data first (every line of 5 bytes or more was sorted in add()).
+    if (stripCarriageReturn(line).length === 0 && this.data) {
+      out.push(Buffer.from('data: '), stripCarriageReturn(this.data.end()), Buffer.from('\n'));
+      this.data = undefined;
+    }
+    out.push(line, Buffer.from('\n'));
+  }
+}
+
+const stripCarriageReturn = (text: Buffer): Buffer => (text.at(-1) === 0x0d ? text.subarray(0, -1) : text);
 
 /** fetch's failure when the server closed the connection under a request (undici's SocketError "other side closed"). */
 function closedUnderUs(error: unknown): boolean {
@@ -170,7 +293,9 @@ export class CodexHttpTransport implements Transport {
     const extra = Object.fromEntries(Object.entries(extraHeaders).map(([name, value]) => [name.toLowerCase(), value]));
     this.headers = { ...extra, ...CODEX_HTTP_HEADERS, ...(parts.authorization ? { authorization: parts.authorization } : {}) };
     this.sdk = new Sdk(parts.url, { fetch: (input, init) => this.fetch(input, init) });
-    this.sdk.onmessage = (message) => {
+    this.sdk.onmessage = (whole) => {
+      // The SDK parsed it whole; only its bounded form is kept (harness/bounded-json.ts).
+      const message = boundValue(whole) as JSONRPCMessage;
       this.observe(message);
       this.onmessage?.(message);
     };
@@ -182,15 +307,17 @@ export class CodexHttpTransport implements Transport {
     const headers = new Headers(init?.headers);
     for (const [name, value] of Object.entries(this.headers)) headers.set(name, value);
     if (init?.method === 'GET') await this.listed;
+    let response: Response;
     try {
-      return await fetch(input, { ...init, headers });
+      response = await fetch(input, { ...init, headers });
     } catch (error) {
       // A kept-alive connection the server closed as we reused it (its idle timeout, often 5 s,
       // met our own on a starved event loop): the request never got an answer on it. Sent again
       // once on a new connection, as HTTP clients do; a second failure is the server's.
       if (!closedUnderUs(error)) throw error;
-      return fetch(input, { ...init, headers });
+      response = await fetch(input, { ...init, headers });
     }
+    return boundedResponse(response);
   }
 
   private observe(message: JSONRPCMessage): void {

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { BoundedJsonParser, STRING_KEEP } from './bounded-json.js';
 import { ConnectionFailure } from './codex-session.js';
 import { spawnTracked, type TrackedProcess } from './process-registry.js';
 import { assertNotAborted } from './process-scope.js';
@@ -18,13 +19,8 @@ export interface StdioTargetSpec {
 /** Default cap on one stdout line (one JSON-RPC message), when the plan sets none. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
-/** Messages above this size are summarized in the transcript once their scenario is over (see compactTranscript). */
-export const KEEP_MESSAGE_BYTES = 1024 * 1024;
-/** Parsed messages that arrived as a line of more than KEEP_MESSAGE_BYTES, with that size. */
-export const oversizedMessages = new WeakMap<object, number>();
-
-const STDERR_KEEP_BYTES = 1024 * 1024;
-const STDERR_TAIL_CHARS = 4096;
+/** A line longer than this is parsed as it arrives, into its bounded form (harness/bounded-json.ts), never held whole. */
+const STREAM_LINES_FROM = STRING_KEEP;
 const GARBAGE_KEEP_LINES = 100;
 const GARBAGE_LINE_CHARS = 1000;
 /** After the server exits, how long to wait for its stdout to close (a leftover child may hold it open). */
@@ -38,9 +34,9 @@ const mb = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB
  * server's children could outlive a run), replaces the environment with a short default list,
  * and drops stdout lines that are not valid JSON-RPC, which the suite must report instead.
  * Framing is the same: one JSON message per line. Hostile output is bounded: one line may hold
- * at most the message cap (64 MB by default; more fails the connection with that reason), the
- * transcript keeps the first 1 MB of stderr plus its last 4 KB, and the first 100 non-JSON lines
- * (1000 characters each).
+ * at most the message cap (64 MB by default; more fails the connection with that reason), and is
+ * held whole only up to 64 KB (a longer one is parsed as it comes, keeping its bounded form); the
+ * transcript bounds stderr, and keeps the first 100 non-JSON lines (1000 characters each).
  */
 export class ProcessGroupStdioTransport implements Transport {
   onclose?: () => void;
@@ -49,13 +45,12 @@ export class ProcessGroupStdioTransport implements Transport {
 
   private child?: ChildProcess;
   private tracked?: TrackedProcess;
-  /** The current, unfinished line, as raw chunks (a newline byte never occurs inside UTF-8 sequences). */
+  /** The current, unfinished line, as raw chunks (a newline byte never occurs inside UTF-8 sequences) while short. */
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+  /** A long current line: its parser (undefined once it found the line is not JSON), and its start (for the garbage record). */
+  private long?: { parser?: BoundedJsonParser; head: string };
   private closed = false;
-  private stderrKept = 0;
-  private stderrSkipped = 0;
-  private stderrTail = '';
   private garbageLines = 0;
   private lastStdoutAt = 0;
   exitInfo?: { code: number | null; signal: NodeJS.Signals | null };
@@ -112,40 +107,26 @@ export class ProcessGroupStdioTransport implements Transport {
       });
       child.stdout?.on('data', (chunk: Buffer) => this.onStdout(chunk));
       child.stderr?.setEncoding('utf8');
-      child.stderr?.on('data', (chunk: string) => this.onStderr(chunk));
+      child.stderr?.on('data', (chunk: string) => this.transcript.stderr(chunk));
     });
   }
 
   private markClosed(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.pendingBytes > 0 && !this.failure) {
-      this.recordGarbage(Buffer.concat(this.pending).toString('utf8'), ' (an unfinished line: no newline before the stream ended)');
-    }
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.flushStderrTail();
+    if (this.pendingBytes > 0 && !this.failure) this.recordGarbage(this.lineStart(), ' (an unfinished line: no newline before the stream ended)');
+    this.resetLine();
     this.onclose?.();
   }
 
-  private onStderr(chunk: string): void {
-    if (this.stderrKept < STDERR_KEEP_BYTES) {
-      this.stderrKept += chunk.length;
-      this.transcript.stderr(chunk);
-      if (this.stderrKept >= STDERR_KEEP_BYTES)
-        this.transcript.note(`the server's stderr passed ${mb(STDERR_KEEP_BYTES)}: only its last ${STDERR_TAIL_CHARS} characters are kept from here`);
-      return;
-    }
-    this.stderrSkipped += chunk.length;
-    this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+  private lineStart(): string {
+    return this.long?.head ?? Buffer.concat(this.pending).toString('utf8');
   }
 
-  private flushStderrTail(): void {
-    if (this.stderrSkipped === 0) return;
-    const skipped = this.stderrSkipped - this.stderrTail.length;
-    this.transcript.stderr(`\n[… ${skipped} characters of stderr not kept …]\n${this.stderrTail}`);
-    this.stderrSkipped = 0;
-    this.stderrTail = '';
+  private resetLine(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.long = undefined;
   }
 
   private recordGarbage(line: string, suffix = ''): void {
@@ -164,48 +145,61 @@ export class ProcessGroupStdioTransport implements Transport {
     let start = 0;
     let newline: number;
     while ((newline = chunk.indexOf(0x0a, start)) >= 0) {
-      const piece = chunk.subarray(start, newline);
+      if (!this.take(chunk.subarray(start, newline))) return;
       start = newline + 1;
-      if (this.pendingBytes + piece.length > this.spec.maxMessageBytes) {
-        this.overflow(this.pendingBytes + piece.length);
-        return;
-      }
-      const bytes = this.pendingBytes + piece.length;
-      const raw = this.pendingBytes === 0 ? piece : Buffer.concat([...this.pending, piece], bytes);
-      this.pending = [];
-      this.pendingBytes = 0;
-      this.onLine(raw.toString('utf8').replace(/\r$/, ''), bytes);
+      this.endLine();
       if (this.failure || this.closed) return;
     }
-    if (start < chunk.length) {
-      const rest = chunk.subarray(start);
-      if (this.pendingBytes + rest.length > this.spec.maxMessageBytes) {
-        this.overflow(this.pendingBytes + rest.length);
-        return;
-      }
-      this.pending.push(rest);
-      this.pendingBytes += rest.length;
+    if (start < chunk.length) this.take(chunk.subarray(start));
+  }
+
+  /** Adds a piece of the current line; false when that took it over the cap (the connection is then over). */
+  private take(piece: Buffer): boolean {
+    const bytes = this.pendingBytes + piece.length;
+    if (bytes > this.spec.maxMessageBytes) {
+      this.overflow(bytes);
+      return false;
+    }
+    this.pendingBytes = bytes;
+    if (this.long) this.feed(piece);
+    else this.pending.push(piece);
+    if (!this.long && bytes > STREAM_LINES_FROM) {
+      // Long: parsed from here on as it comes; what came so far first.
+      this.long = { parser: new BoundedJsonParser(), head: this.lineStart().slice(0, GARBAGE_LINE_CHARS) };
+      for (const earlier of this.pending) this.feed(earlier);
+      this.pending = [];
+    }
+    return true;
+  }
+
+  private feed(piece: Buffer): void {
+    try {
+      this.long?.parser?.feed(piece);
+    } catch {
+      this.long!.parser = undefined; // not JSON: the rest is only counted
     }
   }
 
-  private onLine(line: string, bytes: number): void {
-    if (line.trim() === '') return;
+  private endLine(): void {
+    const bytes = this.pendingBytes;
+    const long = this.long;
+    const line = long ? long.head : Buffer.concat(this.pending).toString('utf8').replace(/\r$/, '');
+    this.resetLine();
     let message: unknown;
     try {
-      message = JSON.parse(line);
+      if (long && !long.parser) throw new SyntaxError('not JSON');
+      message = long ? long.parser!.finish() : line.trim() === '' ? undefined : JSON.parse(line);
     } catch {
-      this.recordGarbage(line);
+      this.recordGarbage(line, long ? ` (a line of ${bytes} bytes)` : '');
       return;
     }
-    if (bytes > KEEP_MESSAGE_BYTES && typeof message === 'object' && message !== null) oversizedMessages.set(message, bytes);
-    this.onmessage?.(message as JSONRPCMessage);
+    if (message !== undefined) this.onmessage?.(message as JSONRPCMessage);
   }
 
   /** A line over the cap: keep nothing of it, stop the server, and say why. */
   private overflow(bytes: number): void {
     this.failure = `the server sent a message over the ${mb(this.spec.maxMessageBytes)} limit (${bytes} bytes without a newline): connection closed, server stopped`;
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.resetLine();
     this.transcript.note(this.failure);
     this.onerror?.(new ConnectionFailure(this.failure));
     const child = this.child;

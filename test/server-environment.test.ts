@@ -46,6 +46,14 @@ describe('a stdio server that needs a variable only its user exports', () => {
       expect(artifact).not.toContain(TOKEN);
     }
   });
+  test('with an --http-command server that starts (started with the whole environment, which has the variable): still exit 4 with the diagnosis', async () => {
+    const http = ['--http-command', `${process.execPath} ${NEEDS_ENV} --http --port {port}`];
+    const run = await runCli(['--only', 'capability/*', ...http, NEEDS_ENV], { cwd: scratch, env: shellEnv });
+    expect(run.code, run.stdout + run.stderr).toBe(4);
+    expect(run.stdout).toContain('it needs: GEM_HOME\n');
+    expect(run.stdout).toContain('fix: --env-var GEM_HOME');
+    expect(run.stdout).not.toContain(GEM_HOME);
+  });
   test.each([
     ['--env-var GEM_HOME', ['--env-var', 'GEM_HOME']],
     ['--env GEM_HOME=value', ['--env', 'GEM_HOME=/opt/gems']],

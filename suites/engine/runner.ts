@@ -129,8 +129,10 @@ function chargeFindings(runs: ScenarioRun[], findings: Finding[]): (checkId: str
   return (checkId, transport) => charged.get(key(checkId, transport)) ?? [];
 }
 
-/** Set when the target never got through startup in any scenario. */
+/** Set when the target never got through startup in any scenario; the stdio target's too when only HTTP did (no other transport hides it). */
 function startFailure(suite: SuiteRun): Pick<RunReport, 'startFailure'> {
+  const stdio = suite.startedOnce.has('stdio') ? undefined : suite.deadAtStart.get('stdio');
+  if (stdio) return { startFailure: stdio };
   if (suite.startedOnce.size > 0 || suite.deadAtStart.size === 0) return {};
-  return { startFailure: suite.deadAtStart.get('stdio') ?? [...suite.deadAtStart.values()][0] };
+  return { startFailure: [...suite.deadAtStart.values()][0] };
 }

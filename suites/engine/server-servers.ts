@@ -9,7 +9,7 @@ import type { Connection, Target } from '../../harness/target.js';
 import type { Scenario } from './model.js';
 import type { SharedServer } from './shared-server.js';
 import type { ScenarioRun } from './scenario-run.js';
-import { compactTranscript, scenarioTranscript, type SharedPart } from './transcripts.js';
+import { scenarioTranscript, type SharedPart } from './transcripts.js';
 
 /** How many isolated runs' transcripts a scenario keeps: far above exploration's default 12 sequences and 40 shrink reruns per worker. */
 const MAX_ISOLATED_KEPT = 200;
@@ -246,7 +246,6 @@ export class ScenarioServers {
     const all = [this.shared ? undefined : this.main, ...this.extras].filter((c): c is Connection => c !== undefined);
     run.suite.closeLater(all, run.log.lingerMs, (closeMs) => {
       if (run.clock.timing) run.clock.timing.closeMs = closeMs;
-      all.forEach(compactTranscript);
     });
   }
 }

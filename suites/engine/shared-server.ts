@@ -5,7 +5,6 @@ import type { Connection, Target } from '../../harness/target.js';
 import { MonitorLog } from './server-calls.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import type { Connector, RunPlan } from './plan.js';
-import { compactTranscript } from './transcripts.js';
 
 /** What the shared servers need of their run (SuiteRun). */
 export interface SharingRun {
@@ -71,7 +70,7 @@ export class SharedServer {
   private closeWhenFree(): void {
     if (this.holders > 0 || this.closed) return;
     this.closed = true;
-    this.suite.closeLater([this.connection], this.log.lingerMs, () => compactTranscript(this.connection));
+    this.suite.closeLater([this.connection], this.log.lingerMs, () => undefined);
   }
 }
 

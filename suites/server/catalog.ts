@@ -111,9 +111,7 @@ export const catalogScenario: Scenario = {
 
     // A second listing on the first connection, all pages of it: compared with the whole first catalog.
     const again = await listAllTools(ctx.session, ctx.options.callTimeoutMs);
-    const changedNotice = ctx.session.transcript.entries.some(
-      (e) => e.dir === 'server->host' && (e.message as { method?: unknown }).method === 'notifications/tools/list_changed',
-    );
+    const changedNotice = ctx.session.toolsListChanged > 0;
     if ('failed' in again) {
       verdicts.set(
         stableRelist.id,
