@@ -32,7 +32,9 @@ type FlagValue<F> = F extends { choices: readonly (infer C)[] }
         : string;
 /** Every flag of the server mode, camelCased; a repeatable flag takes a list. */
 export type FlagOptions = {
-  -readonly [K in keyof Flags as CamelCase<K & string>]?: Flags[K] extends { repeatable: true } ? FlagValue<Flags[K]> | FlagValue<Flags[K]>[] : FlagValue<Flags[K]>;
+  -readonly [K in keyof Flags as CamelCase<K & string>]?: Flags[K] extends { repeatable: true }
+    ? FlagValue<Flags[K]> | FlagValue<Flags[K]>[]
+    : FlagValue<Flags[K]>;
 };
 
 export interface CheckServerOptions extends FlagOptions {
