@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { allChecks } from '../suites/index.js';
+import { bundled } from './fixtures/bundles.js';
 import { mutantsServer, referenceServer, root } from './helpers.js';
 
 /**
@@ -105,60 +106,64 @@ test('checkServer from the tarball gives the verdicts of the CLI JSON report, on
 const FAIL_CLOSED = 'if (refusal) return text(`Refused: ${refusal}, so there is no sandbox to run in. Nothing was run.`, true);';
 const FALLS_BACK = 'if (refusal) return text((await run(args.command[0], args.command.slice(1), extra.signal)).output, false);';
 
-/** examples/ copied into `dir` of the project, its server changed by `change`, and a describeConformance test beside it. */
-function exampleIn(dir: string, change: (server: string) => string): string {
+/**
+ * examples/ copied into `dir` of the project, its server changed by `change`, and a describeConformance
+ * test beside it (with `options` too, as JS). The server is the example bundled into one file
+ * (test/fixtures/bundles.ts: its own code, its dependencies inlined), to start faster: each run
+ * below starts it dozens of times.
+ */
+function exampleIn(dir: string, change: (server: string) => string, options: string): void {
   const at = join(project, dir);
   mkdirSync(at);
   copyFileSync(join(root, 'examples/conformance.test.ts'), join(at, 'conformance.test.ts'));
-  writeFileSync(join(at, 'minimal-server.mjs'), change(readFileSync(join(root, 'examples/minimal-server.mjs'), 'utf8')));
+  const server = readFileSync(bundled('examples/minimal-server.mjs'), 'utf8');
+  expect(server).toContain(FAIL_CLOSED);
+  writeFileSync(join(at, 'minimal-server.mjs'), change(server));
   writeFileSync(
     join(at, 'every-check.test.ts'),
     [
       "import { describeConformance } from 'mcp-sandbox-conformance/vitest';",
-      "describeConformance({ name: 'every check', command: [new URL('./minimal-server.mjs', import.meta.url).pathname], explore: 0 });",
+      `describeConformance({ name: 'every check', command: [new URL('./minimal-server.mjs', import.meta.url).pathname], explore: 0, ${options} });`,
     ].join('\n'),
   );
-  return at;
 }
 
 interface VitestJson {
-  testResults: { name: string; assertionResults: { title: string; status: string; ancestorTitles: string[]; failureMessages: string[] }[] }[];
+  testResults: { name: string; assertionResults: { title: string; status: string; failureMessages: string[] }[] }[];
 }
-async function vitestIn(dir: string): Promise<{ code: number; output: string; results: VitestJson }> {
+/** vitest run in the project (every test file outside node_modules), as the project's own test run. */
+async function vitestInProject(): Promise<{ code: number; output: string; results: VitestJson }> {
   const args = [join(project, 'node_modules/vitest/vitest.mjs'), 'run', '--reporter=default', '--reporter=json', '--outputFile.json=results.json'];
-  const outcome = await run(process.execPath, args, { cwd: dir, env: { ...process.env, NO_COLOR: '1', CI: '1' }, maxBuffer: 64 << 20 }).then(
+  const outcome = await run(process.execPath, args, { cwd: project, env: { ...process.env, NO_COLOR: '1', CI: '1' }, maxBuffer: 64 << 20 }).then(
     ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
     (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, output: error.stdout + error.stderr }),
   );
-  return { ...outcome, results: JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as VitestJson };
+  return { ...outcome, results: JSON.parse(readFileSync(join(project, 'results.json'), 'utf8')) as VitestJson };
 }
 
 test('the example: its vitest test passes on its server and fails, with the diffs, on a mutant; describeConformance lists every check', async () => {
-  const source = readFileSync(join(root, 'examples/minimal-server.mjs'), 'utf8');
-  expect(source).toContain(FAIL_CLOSED);
-  const [good, bad, cli] = await Promise.all([
-    vitestIn(exampleIn('good', (s) => s)),
-    vitestIn(exampleIn('bad', (s) => s.replace(FAIL_CLOSED, FALLS_BACK))),
+  exampleIn('good', (s) => s, '');
+  exampleIn('bad', (s) => s.replace(FAIL_CLOSED, FALLS_BACK), "only: ['launcher/*']");
+  const [vitest, cli] = await Promise.all([
+    vitestInProject(),
     // What the CLI says of the example's server with the options of the describeConformance test.
     run(process.execPath, [join(installed, 'dist/cli/main.js'), '--no-explore', '--reporter', 'json', join(project, 'good/minimal-server.mjs')], {
       cwd: project,
       maxBuffer: 64 << 20,
     }),
   ]);
-  const tests = (results: VitestJson, file: string) => results.testResults.find((r) => r.name.endsWith(file))!.assertionResults;
+  const tests = (file: string) => vitest.results.testResults.find((r) => r.name.endsWith(`/${file}`))!.assertionResults;
 
-  expect(good.code, good.output).toBe(0);
-  expect(tests(good.results, 'conformance.test.ts').map((t) => t.status)).toEqual(['passed']);
-
-  expect(bad.code).toBe(1);
-  expect(tests(bad.results, 'conformance.test.ts').map((t) => t.status)).toEqual(['failed']);
+  expect(tests('good/conformance.test.ts').map((t) => t.status)).toEqual(['passed']);
+  expect(tests('bad/conformance.test.ts').map((t) => t.status)).toEqual(['failed']);
+  expect(vitest.code).toBe(1);
   // vitest shows the human report: each failing check with its diff.
-  expect(bad.output).toMatch(/the server does not conform \(the CLI exits 1\)/);
-  expect(bad.output).toMatch(/^ *FAIL +launcher\/absent-fails-closed +MUST/m);
-  expect(bad.output).toMatch(/diff \(expected -> actual\):/);
+  expect(vitest.output).toMatch(/the server does not conform \(the CLI exits 1\)/);
+  expect(vitest.output).toMatch(/^ *FAIL +launcher\/absent-fails-closed +MUST/m);
+  expect(vitest.output).toMatch(/diff \(expected -> actual\):/);
 
   // One test per check, in the suite's order, then the run's exit code; skipped exactly where the CLI skips.
-  const everyCheck = tests(good.results, 'every-check.test.ts');
+  const everyCheck = tests('good/every-check.test.ts');
   expect(everyCheck.map((t) => t.title)).toEqual([...allChecks.map((c) => c.id), 'the run exits 0, as the CLI would']);
   const report = JSON.parse(cli.stdout) as { exitCode: number; checks: { id: string; status: string }[] };
   expect(report.exitCode).toBe(0);
@@ -166,10 +171,11 @@ test('the example: its vitest test passes on its server and fails, with the diff
   expect(everyCheck.filter((t) => t.status === 'skipped').map((t) => t.title)).toEqual(skippedByCli);
   expect(skippedByCli.length).toBeGreaterThan(0);
   expect(everyCheck.filter((t) => t.status === 'passed').length).toBe(allChecks.length - skippedByCli.length + 1);
-  // On the mutant, the checks it breaks fail as tests.
-  expect(
-    tests(bad.results, 'every-check.test.ts')
-      .filter((t) => t.status === 'failed')
-      .map((t) => t.title),
-  ).toEqual(expect.arrayContaining(['launcher/absent-fails-closed', 'the run exits 0, as the CLI would']));
+  // On the mutant the checks it breaks fail as tests, and so does the run.
+  const broken = tests('bad/every-check.test.ts');
+  expect(broken.map((t) => t.title)).toEqual([...allChecks.filter((c) => c.id.startsWith('launcher/')).map((c) => c.id), 'the run exits 0, as the CLI would']);
+  expect(broken.filter((t) => t.status === 'failed').map((t) => t.title)).toEqual(
+    expect.arrayContaining(['launcher/absent-fails-closed', 'the run exits 0, as the CLI would']),
+  );
+  expect(broken.find((t) => t.title === 'launcher/absent-fails-closed')!.failureMessages.join('\n')).toMatch(/fail over stdio/);
 }, 300_000);
