@@ -1,7 +1,8 @@
 import { UsageError } from '../cli/config.js';
 import { renderJson, type ReportDocument } from '../cli/reporters/json.js';
-import type { TextOut } from '../cli/results.js';
-import { runServerMode, SERVER_COMMAND_FLAGS, serverParser } from '../cli/server-command.js';
+import type { TextOut } from '../cli/flags.js';
+import { SERVER_COMMAND_FLAGS } from '../cli/flags.js';
+import { runServerMode, serverParser } from '../cli/server-command.js';
 import { TargetNotFound } from '../cli/target.js';
 import type { ProgressEvent } from '../suites/engine/runner.js';
 

@@ -19,7 +19,8 @@ import {
   type ReportedResult,
 } from './baseline.js';
 import { assertOutputDirectory, assertWritableFile, globMatcher, loadConfig, UsageError } from './config.js';
-import { listOf, type FlagDeclaration } from './parser.js';
+import { listOf } from './parser.js';
+import { RESULT_FLAGS, type Terminal, type TextOut } from './flags.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type * as HumanReporter from './reporters/human.js';
 import { parseReporters, scenarioOf, transcriptFileOf, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
@@ -32,47 +33,6 @@ import { formatTranscript, redactArgv, redactText, writeTranscripts } from './tr
  * exit code is decided. Data flows one way (README, Layout): the runner's report in, files and an exit
  * code out; nothing here touches a target.
  */
-
-/** The results flags, in the 'Results:' group of --help. */
-export const RESULT_FLAGS = {
-  reporter: {
-    type: 'string',
-    repeatable: true,
-    describe:
-      'Add a report: human, json[=FILE], junit[=FILE], markdown[=FILE], github, html[=FILE] (repeatable). Without a file a format writes to stdout, and the human report (always on) moves to stderr',
-    group: 'Results:',
-  },
-  transcripts: {
-    type: 'string',
-    describe: "Write each scenario's wire transcript (JSONL, secrets redacted) into DIR, one file per scenario and transport",
-    group: 'Results:',
-  },
-  trace: { type: 'boolean', describe: 'Print the transcript of the scenario under each failed check in the human report', group: 'Results:' },
-  verbose: {
-    type: 'boolean',
-    describe: 'Under each finding in the human report, print the full expected and actual values too (by default only the diff, or them when there is no diff)',
-    group: 'Results:',
-  },
-  baseline: {
-    type: 'string',
-    describe:
-      'YAML or JSON file of expected failures, each with a reason: listed failures are xfail (exit 0); a listed check that passes, or an entry naming no check, fails the run',
-    group: 'Results:',
-  },
-  'update-baseline': {
-    type: 'boolean',
-    describe: 'Rewrite the --baseline file from this run, keeping the reasons of entries that still apply',
-    group: 'Results:',
-  },
-  strict: { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' },
-  'fail-on': {
-    choices: ['must', 'should'],
-    default: 'must',
-    describe: 'Lowest level whose failure fails the run',
-    group: 'Results:',
-  },
-  color: { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' },
-} as const satisfies Record<string, FlagDeclaration>;
 
 /** The results flags, validated while parsing: exit 2 before anything starts. */
 export function resultOptions<T>(y: Argv<T>) {
@@ -142,16 +102,6 @@ export function checkOutputPaths(reporters: string[], transcripts: string | stri
     files.set(resolve(spec.path), `--reporter ${spec.name}`);
   }
   if (typeof transcripts === 'string') assertOutputDirectory(`--transcripts ${transcripts}`, transcripts);
-}
-
-/** Where a run's terminal output goes: the process's stdout and stderr for the CLI; the caller's, or nowhere, for the API. */
-export interface Terminal {
-  stdout: TextOut;
-  stderr: TextOut;
-}
-export interface TextOut {
-  write(text: string): unknown;
-  isTTY?: boolean;
 }
 
 function colorFor(stream: TextOut, flag: boolean | undefined): boolean {

@@ -1,16 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../harness/paths.js';
 import { codexServerEnvironment, userServerEnvironment } from '../harness/codex-environment.js';
 import { containment } from '../harness/containment.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { allChecks, allScenarios } from '../suites/index.js';
-import { ELICITATION_ANSWERS } from '../harness/elicitation.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import type { ExploreOptions } from '../suites/engine/model.js';
 import type { StdioTarget } from '../harness/target.js';
-import { DEFAULT_RUN_TIMEOUT_MS, defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/engine/runner.js';
+import { defaultScenarioTimeoutMs, runSuite, type RunPlan } from '../suites/engine/runner.js';
 import {
   assertDirectory,
   envVarNames,
@@ -30,8 +27,9 @@ import {
 import { defaultCodexConfigPath, loadCodexServer, type CodexServerEntry } from './codex-config.js';
 import { diagnoseEnvironment } from './diagnose.js';
 import type { Progress } from './progress.js';
-import { checkGivenOnce, cliParser, listOf, selectionFlags, selectionOf, selectionOptions, valueFlags, type FlagDeclaration } from './parser.js';
-import { checkOutputPaths, emitReport, RESULT_FLAGS, resultOptions, type Terminal } from './results.js';
+import { checkGivenOnce, SELECTION_EXAMPLE, SERVER_COMMAND_FLAGS, SERVER_FLAGS, valueFlags, type Terminal } from './flags.js';
+import { cliParser, listOf, selectionOf, selectionOptions } from './parser.js';
+import { checkOutputPaths, emitReport, resultOptions } from './results.js';
 import type { ReportData } from './reporters/index.js';
 import { assertLoopbackUrl, realCodexPath, stdioTarget, unlistedExecTool, type CliStdioTarget } from './target.js';
 
@@ -41,126 +39,6 @@ import { assertLoopbackUrl, realCodexPath, stdioTarget, unlistedExecTool, type C
  */
 
 export const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
-
-const SELECTION_EXAMPLE = 'launcher/*';
-
-/** The server mode's own flags, as --help shows them. */
-const SERVER_FLAGS = {
-  'exec-tool': {
-    type: 'string',
-    repeatable: true,
-    describe:
-      'A tool that runs a command (repeatable: the first gets every check, the others the fixed EXEC-1/LAUNCH calls; default: every tool detected from a command/cmd/argv/script/code/shell/program/commandLine input property or a description that says it runs something)',
-    group: 'Target:',
-  },
-  'exec-args': {
-    type: 'string',
-    repeatable: true,
-    describe:
-      'JSON arguments for --exec-tool (one per --exec-tool, in order, or none); "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string',
-    group: 'Target:',
-  },
-  'exercise-all-tools': {
-    type: 'boolean',
-    describe: 'Also drive exec tools whose annotations say destructiveHint or openWorldHint (left out by default, and listed)',
-    group: 'Target:',
-  },
-  config: { type: 'string', describe: 'Config file (default: ./mcp-sandbox-conformance.json when present)', group: 'Target:' },
-  env: {
-    type: 'string',
-    repeatable: true,
-    describe:
-      "The server's env, as in Codex's config: NAME=VALUE (repeatable), on top of the environment Codex builds (HOME, PATH, USER, LANG, ..., the CA-bundle variables; nothing else of ours)",
-    group: 'Target:',
-  },
-  'env-var': {
-    type: 'string',
-    repeatable: true,
-    describe: "The server's env_vars, as in Codex's config: a variable NAME passed on from our environment (repeatable)",
-    group: 'Target:',
-  },
-  cwd: { type: 'string', describe: 'Working directory of the server', group: 'Target:' },
-  'codex-config': {
-    type: 'string',
-    valueOptional: true,
-    describe:
-      "Test the server as Codex is configured to start it: the [mcp_servers.<--server>] entry of Codex's config.toml FILE (default: $CODEX_HOME/config.toml, else ~/.codex/config.toml); flags given beside it win",
-    group: 'Target:',
-  },
-  server: { type: 'string', describe: 'The server to test from --codex-config: the NAME of its [mcp_servers.NAME] entry', group: 'Target:' },
-  url: { type: 'string', describe: 'A running Streamable HTTP server to test too (loopback), e.g. http://127.0.0.1:8080/mcp', group: 'Target:' },
-  'http-command': {
-    type: 'string',
-    describe: 'A shell command that starts the server over Streamable HTTP on port {port}; the suite starts one per scenario',
-    group: 'Target:',
-  },
-  'http-path': { type: 'string', default: '/mcp', describe: 'The MCP endpoint path for --http-command', group: 'Target:' },
-  codex: { type: 'string', describe: 'A real Codex CLI: commands then really run in `codex sandbox` (enforcement checks)', group: 'Target:' },
-  session: {
-    type: 'string',
-    describe:
-      'Session adapter JSON for the AUTH-2 session checks: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"}}, optionally "sessionId":"<dotted path in the open result>" (default: structuredContent.sessionId, else the only text block of the open result)',
-    group: 'Target:',
-  },
-  elicitation: {
-    choices: ELICITATION_ANSWERS,
-    describe:
-      'How the fake Codex answers the server\'s elicitation/create: accept (as a person at Codex would: the form filled from its schema; a URL request is cancelled, no browser), decline (as codex exec with approval_policy = "never" does) or cancel [default: accept]',
-    group: 'Target:',
-  },
-  'assume-opt-in': { type: 'boolean', describe: 'Send sandbox keys even if the server did not opt in (Codex would not)', group: 'Target:' },
-  'startup-timeout': { type: 'number', describe: 'Seconds for initialize + tools/list, like Codex startup_timeout_sec [default: 30]', group: 'Run:' },
-  'call-timeout': { type: 'number', describe: 'Seconds for one tools/call [default: 60]', group: 'Run:' },
-  'scenario-timeout': {
-    type: 'number',
-    describe:
-      'Seconds for one scenario, its server startups included; on expiry its checks are errors [default: 2 x startup + 3 x call timeout, 240 s with their defaults]',
-    group: 'Run:',
-  },
-  'run-timeout': {
-    type: 'number',
-    describe: `Seconds for the whole run; on expiry running scenarios are errors and the rest could not run [default: ${DEFAULT_RUN_TIMEOUT_MS / 1000}]`,
-    group: 'Run:',
-  },
-  'max-message-mb': {
-    type: 'number',
-    describe: `Largest message accepted from a stdio server, in MB; a bigger one ends the connection [default: ${DEFAULT_MAX_MESSAGE_BYTES / 1024 / 1024}]`,
-    group: 'Run:',
-  },
-  'catalog-startups': { type: 'number', default: 3, describe: 'Overlapping startups for the tool-catalog checks (CAT-1, CAT-2)', group: 'Run:' },
-  jobs: {
-    alias: 'j',
-    type: 'number',
-    default: availableParallelism(),
-    describe: 'Scenarios acting on their servers at once (their servers may start meanwhile)',
-    group: 'Run:',
-  },
-  explore: {
-    type: 'number',
-    describe: `Random call sequences to explore, each on a fresh server (explore/sequences-hold-contract); 0 or --no-explore turns it off [default: ${EXPLORE_DEFAULTS.runs}]`,
-    group: 'Exploration:',
-  },
-  'explore-seed': {
-    type: 'number',
-    describe: `Seed of the sequence generator: the same seed gives the same sequences [default: ${EXPLORE_DEFAULTS.seed}]`,
-    group: 'Exploration:',
-  },
-  'explore-time': {
-    type: 'number',
-    describe: 'Stop starting sequences after this many seconds (the sequences not started are not run)',
-    group: 'Exploration:',
-  },
-  replay: { type: 'string', describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it', group: 'Exploration:' },
-  soak: {
-    type: 'number',
-    describe:
-      'One long-lived server per transport gets exploration traffic, with idle gaps, for this many seconds (explore/soak-holds-contract; off by default, e.g. --soak 600 nightly)',
-    group: 'Exploration:',
-  },
-} as const satisfies Record<string, FlagDeclaration>;
-
-/** Every flag of the server mode: its own, --only/--skip and the results flags (the API's options are these). */
-export const SERVER_COMMAND_FLAGS = { ...SERVER_FLAGS, ...selectionFlags(SELECTION_EXAMPLE), ...RESULT_FLAGS };
 
 /** The exploration budget from --explore/--no-explore, --explore-seed, --explore-time, --replay and the config; undefined when off. */
 function exploreOptions(

@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { expect, test } from 'vitest';
 import { packageRoot } from '../../harness/paths.js';
-import { SERVER_COMMAND_FLAGS } from '../../cli/server-command.js';
+import { SERVER_COMMAND_FLAGS } from '../../cli/flags.js';
 
 // The layers: cli/ parses and reports, suites/ decides, harness/ speaks and observes. Imports run
 // one way (cli -> suites -> harness), and only cli/ knows the CLI's flags: below it, what a user
