@@ -1,5 +1,6 @@
 import yargs, { type Argv } from 'yargs';
 import { globMatcher, UsageError } from './config.js';
+import { selectionFlags } from './flags.js';
 
 /**
  * What both of the CLI's parsers (the server mode's in main.ts, host mode's in host.ts) share:
@@ -27,11 +28,8 @@ export function cliParser(argv: string[], usage: string, width: number): Argv {
 /** A repeatable flag's values (yargs gives one value bare, several as an array). */
 export const listOf = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
-/** --only and --skip, in the 'Run:' group; `example` is a glob the help shows. */
 export function selectionOptions<T>(y: Argv<T>, example: string) {
-  return y
-    .option('only', { type: 'string', describe: `Run only checks whose id matches a glob (repeatable), e.g. "${example}"`, group: 'Run:' })
-    .option('skip', { type: 'string', describe: 'Leave out checks whose id matches a glob (repeatable)', group: 'Run:' });
+  return y.options(selectionFlags(example));
 }
 
 /** The checks --only/--skip select, as a predicate; a usage error when they leave none (`listing` says where to look). */

@@ -20,6 +20,7 @@ import {
 } from './baseline.js';
 import { assertOutputDirectory, assertWritableFile, globMatcher, loadConfig, UsageError } from './config.js';
 import { listOf } from './parser.js';
+import { RESULT_FLAGS, type Terminal, type TextOut } from './flags.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 import type * as HumanReporter from './reporters/human.js';
 import { parseReporters, scenarioOf, transcriptFileOf, type ReportData, type ReporterName, type TargetDescription } from './reporters/index.js';
@@ -33,50 +34,12 @@ import { formatTranscript, redactArgv, redactText, writeTranscripts } from './tr
  * code out; nothing here touches a target.
  */
 
-/** The results flags, in the 'Results:' group of --help. Validated while parsing: exit 2 before anything starts. */
+/** The results flags, validated while parsing: exit 2 before anything starts. */
 export function resultOptions<T>(y: Argv<T>) {
-  return y
-    .option('reporter', {
-      type: 'string',
-      describe:
-        'Add a report: human, json[=FILE], junit[=FILE], markdown[=FILE], github, html[=FILE] (repeatable). Without a file a format writes to stdout, and the human report (always on) moves to stderr',
-      group: 'Results:',
-    })
-    .option('transcripts', {
-      type: 'string',
-      describe: "Write each scenario's wire transcript (JSONL, secrets redacted) into DIR, one file per scenario and transport",
-      group: 'Results:',
-    })
-    .option('trace', { type: 'boolean', describe: 'Print the transcript of the scenario under each failed check in the human report', group: 'Results:' })
-    .option('verbose', {
-      type: 'boolean',
-      describe:
-        'Under each finding in the human report, print the full expected and actual values too (by default only the diff, or them when there is no diff)',
-      group: 'Results:',
-    })
-    .option('baseline', {
-      type: 'string',
-      describe:
-        'YAML or JSON file of expected failures, each with a reason: listed failures are xfail (exit 0); a listed check that passes, or an entry naming no check, fails the run',
-      group: 'Results:',
-    })
-    .option('update-baseline', {
-      type: 'boolean',
-      describe: 'Rewrite the --baseline file from this run, keeping the reasons of entries that still apply',
-      group: 'Results:',
-    })
-    .option('strict', { type: 'boolean', default: false, describe: 'SHOULD findings fail the run (same as --fail-on should)', group: 'Results:' })
-    .option('fail-on', {
-      choices: ['must', 'should'] as const,
-      default: 'must' as const,
-      describe: 'Lowest level whose failure fails the run',
-      group: 'Results:',
-    })
-    .option('color', { type: 'boolean', describe: 'Force colors on or off (default: on for a terminal, off with NO_COLOR)', group: 'Results:' })
-    .check((argv) => {
-      checkResultArgs(argv as ResultArgs);
-      return true;
-    });
+  return y.options(RESULT_FLAGS).check((argv) => {
+    checkResultArgs(argv as ResultArgs);
+    return true;
+  });
 }
 
 export interface ResultArgs {
@@ -141,7 +104,7 @@ export function checkOutputPaths(reporters: string[], transcripts: string | stri
   if (typeof transcripts === 'string') assertOutputDirectory(`--transcripts ${transcripts}`, transcripts);
 }
 
-function colorFor(stream: NodeJS.WriteStream, flag: boolean | undefined): boolean {
+function colorFor(stream: TextOut, flag: boolean | undefined): boolean {
   if (flag !== undefined) return flag;
   if ('NO_COLOR' in process.env && process.env.NO_COLOR !== '') return false;
   return Boolean(stream.isTTY);
@@ -210,7 +173,17 @@ function skippedBy(args: ResultArgs, checks: CheckDef[]): { skipped?: string[] }
 }
 
 /** Applies the baseline, writes every report and transcript, and returns the exit code. */
-export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext): Promise<number> {
+export async function emitResults(rawReport: RunReport, args: ResultArgs, context: ResultContext, terminal?: Terminal): Promise<number> {
+  return (await emitReport(rawReport, args, context, terminal)).exitCode;
+}
+
+/** emitResults, returning what every reporter rendered from (the JSON reporter's toDocument makes the JSON report of it). */
+export async function emitReport(
+  rawReport: RunReport,
+  args: ResultArgs,
+  context: ResultContext,
+  { stdout, stderr }: Terminal = { stdout: process.stdout, stderr: process.stderr },
+): Promise<ReportData> {
   // Server-derived text is hostile: neutralized, redacted and defused once, before anything renders it.
   const secrets = [...userSecrets(args), ...(context.secrets ?? [])];
   const graded = { ...rawReport, results: grade(rawReport.results, strictOf(args)), ...skippedBy(args, context.checks) };
@@ -268,16 +241,16 @@ export async function emitResults(rawReport: RunReport, args: ResultArgs, contex
     const text = (await RENDER[spec.name]())(data);
     if (spec.path) writeOut(spec.path, text);
     else {
-      process.stdout.write(text);
+      stdout.write(text);
       stdoutTaken = true;
     }
   }
   // The human report comes last, so that on stdout its tally is the last line of the run.
   const human = await import('./reporters/human.js');
   for (const spec of specs.filter((s) => s.name === 'human' && s.path)) writeOut(spec.path!, humanReport(human, data, args, false));
-  const terminal = stdoutTaken ? process.stderr : process.stdout;
+  const terminal = stdoutTaken ? stderr : stdout;
   terminal.write(humanReport(human, data, args, colorFor(terminal, args.color)));
-  return exitCode;
+  return data;
 }
 
 function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: ReportData, args: ResultArgs, color: boolean): string {

@@ -10,6 +10,7 @@ import { CONTROL_PATIENCE_MS } from '../suites/engine/jobs.js';
 import { bundledCli, chaosServer, cliPath, referenceServer } from './helpers.js';
 import { exploring } from './fixtures/run-cli.js';
 import { cgroupsOrFail, scriptOrFail } from './fixtures/requirements.js';
+import { taggedProcesses } from './fixtures/processes.js';
 
 /**
  * Hostile and broken targets (fixtures/servers/chaos.mjs, and tiny HTTP servers started here).
@@ -66,21 +67,7 @@ interface Run {
 }
 
 /** Live processes whose environment carries CHAOS_TAG=<tag>: the processes of that run. */
-function tagged(tag: string): number[] {
-  const needle = Buffer.from(`CHAOS_TAG=${tag}\0`);
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (!readFileSync(`/proc/${name}/environ`).includes(needle)) continue;
-      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') out.push(Number(name));
-    } catch {
-      // gone, or not ours
-    }
-  }
-  return out;
-}
+const tagged = (tag: string): number[] => taggedProcesses('CHAOS_TAG', tag);
 const alive = (pid: number) => {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');

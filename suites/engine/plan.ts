@@ -31,6 +31,8 @@ export interface RunPlan {
   runTimeoutMs?: number;
   /** Called as scenarios start and finish (the CLI's live progress line). */
   onProgress?: (event: ProgressEvent) => void;
+  /** Aborts the run as its timeout would, from outside (the API's AbortSignal): every server ends, the temp dir goes. */
+  signal?: AbortSignal;
   /** How a server is started and greeted: harness/target.ts `connect` unless a test brings an in-process one. */
   connect?: Connector;
 }

@@ -89,6 +89,10 @@ export class SuiteRun {
       this.runExpired = `the run timeout (${seconds(runTimeoutMs)}) expired`;
       this.scope.abort(this.runExpired);
     }, runTimeoutMs);
+    const abort = () => this.scope.abort('the run was aborted');
+    plan.signal?.addEventListener('abort', abort);
+    this.forget.push(() => plan.signal?.removeEventListener('abort', abort));
+    if (plan.signal?.aborted) abort();
   }
 
   /**
