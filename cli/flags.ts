@@ -7,7 +7,7 @@ import { UsageError } from './config.js';
 
 /**
  * The flags as declared, in tables yargs reads (cli/parser.ts, cli/server-command.ts) and the API's
- * options are typed from (api/index.ts), and what follows from the declarations alone. Nothing here
+ * options are typed from (cli/api.ts), and what follows from the declarations alone. Nothing here
  * imports yargs: the API's types reach this file and not the parser's.
  */
 

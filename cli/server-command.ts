@@ -36,7 +36,7 @@ import { assertLoopbackUrl, realCodexPath, stdioTarget, unlistedExecTool, type C
 
 /**
  * The server mode (`mcp-sandbox-conformance [options] <server>`): its flags, the plan they ask for,
- * the run and its reports. The CLI (main.ts) and the API (api/index.ts) both run it: one engine.
+ * the run and its reports. The CLI (main.ts) and the API (cli/api.ts) both run it: one engine.
  */
 
 export const version = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;

@@ -2,14 +2,14 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test, vi } from 'vitest';
-import { checkServer, TargetNotFound, UsageError, type CheckServerOptions } from '../api/index.js';
+import { checkServer, TargetNotFound, UsageError, type CheckServerOptions } from '../cli/api.js';
 import { runCli } from './fixtures/run-cli.js';
 import { taggedProcesses } from './fixtures/processes.js';
 import { reportValidator } from './fixtures/report-validator.js';
 import { referenceServer } from './helpers.js';
 
 /**
- * checkServer (api/index.ts) is the CLI's server mode from code: the same options (the flags,
+ * checkServer (cli/api.ts) is the CLI's server mode from code: the same options (the flags,
  * camelCased) with the same errors, the JSON report as the result, no output unless asked, and an
  * AbortSignal that ends the run as Ctrl-C would. (test/package.test.ts runs it from the packed
  * tarball, and compares its verdicts with the CLI's.)

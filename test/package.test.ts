@@ -40,10 +40,10 @@ beforeAll(async () => {
 
 test('npm pack ships the API, its types, the vitest helper, the schema and the CLI; no sources, no tests', () => {
   for (const file of [
-    'dist/api/index.js',
-    'dist/api/index.d.ts',
-    'dist/api/vitest.js',
-    'dist/api/vitest.d.ts',
+    'dist/cli/api.js',
+    'dist/cli/api.d.ts',
+    'dist/cli/vitest.js',
+    'dist/cli/vitest.d.ts',
     'dist/cli/main.js',
     'dist/cli/server-command.d.ts',
     'schema/report.schema.json',
@@ -55,8 +55,8 @@ test('npm pack ships the API, its types, the vitest helper, the schema and the C
   expect(packed.filter((file) => file.startsWith('dist/test/') || /^(cli|harness|suites|api)\/.*\.ts$/.test(file))).toEqual([]);
   const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
   expect(manifest.exports).toMatchObject({
-    '.': { types: './dist/api/index.d.ts', import: './dist/api/index.js' },
-    './vitest': { types: './dist/api/vitest.d.ts', import: './dist/api/vitest.js' },
+    '.': { types: './dist/cli/api.d.ts', import: './dist/cli/api.js' },
+    './vitest': { types: './dist/cli/vitest.d.ts', import: './dist/cli/vitest.js' },
     './schema/report.schema.json': './schema/report.schema.json',
   });
   // vitest: an optional peer (of ./vitest), never a dependency of the CLI.

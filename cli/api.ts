@@ -1,9 +1,9 @@
-import { UsageError } from '../cli/config.js';
-import { renderJson, type ReportDocument } from '../cli/reporters/json.js';
-import type { TextOut } from '../cli/flags.js';
-import { SERVER_COMMAND_FLAGS } from '../cli/flags.js';
-import { runServerMode, serverParser } from '../cli/server-command.js';
-import { TargetNotFound } from '../cli/target.js';
+import { UsageError } from './config.js';
+import { renderJson, type ReportDocument } from './reporters/json.js';
+import type { TextOut } from './flags.js';
+import { SERVER_COMMAND_FLAGS } from './flags.js';
+import { runServerMode, serverParser } from './server-command.js';
+import { TargetNotFound } from './target.js';
 import type { ProgressEvent } from '../suites/engine/runner.js';
 
 /**
@@ -18,7 +18,7 @@ export { UsageError, TargetNotFound };
 export type { ProgressEvent, TextOut };
 /** The report of one run, as `--reporter json` writes it (schema/report.schema.json). */
 export type RunReport = ReportDocument;
-export type { CheckRecord, ScenarioDocument, ReportedTool } from '../cli/reporters/json.js';
+export type { CheckRecord, ScenarioDocument, ReportedTool } from './reporters/json.js';
 
 type Flags = typeof SERVER_COMMAND_FLAGS;
 type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : S;

@@ -1,8 +1,8 @@
 import { beforeAll, describe, test, type MatcherState, type TestContext } from 'vitest';
-import { selectionOf } from '../cli/parser.js';
+import { selectionOf } from './parser.js';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../suites/engine/runner.js';
 import { allChecks } from '../suites/index.js';
-import { checkServer, type CheckRecord, type CheckServerOptions, type RunReport } from './index.js';
+import { checkServer, type CheckRecord, type CheckServerOptions, type RunReport } from './api.js';
 
 /**
  * `mcp-sandbox-conformance/vitest`: the suite in a server's own tests. `toConform` asserts a whole
