@@ -267,7 +267,7 @@ export interface ToolChoices {
   path?: string;
 }
 
-export const SKIPPED_BY_OPERATOR = 'left out by the operator: --skip-tool';
+export const SKIPPED_BY_OPERATOR = 'left out by the operator, by name';
 
 /**
  * Resolves every tool that can run a command. The tools the operator named come first, called as

@@ -180,6 +180,7 @@ export function execSummary(report: Pick<RunReport, 'exec' | 'startFailure'>, mo
 /** One listed tool and what the suite did with it, in words: "run_script: tested (…)" or "echo: not exercised (…)". */
 export function toolAccountText(account: ToolAccount, names: readonly string[] = [account.name]): string {
   const name = names.map((n) => JSON.stringify(n)).join(', ');
+  if (account.skipped) return `${name}: not exercised (left out by the operator: --skip-tool)`;
   if (!account.adapter) return `${name}: not exercised (${account.why ?? 'no reason recorded'})`;
   const adapter = reportedExec(account.adapter);
   const what = account.role === 'primary' ? 'every check' : 'the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool)';

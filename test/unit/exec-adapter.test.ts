@@ -29,7 +29,7 @@ const tool = (name: string, properties: Record<string, unknown>, required?: stri
 
 describe('exec adapter detection', () => {
   test('an array property becomes {{argv}}, a string property {{command}}', () => {
-    expect(resolveExecAdapter([tool('echo', { text: { type: 'string' } }), tool('run', { argv: { type: 'array' } })])).toEqual({
+    expect(resolveExecAdapter([tool('echo', { text: { type: 'string' } }), tool('run', { argv: { type: 'array' } })])).toMatchObject({
       tool: 'run',
       arguments: { argv: '{{argv}}' },
       source: 'detected',
@@ -87,7 +87,7 @@ describe('exec adapter detection', () => {
       },
     };
     const adapter = resolveExecAdapter([startProcess]);
-    expect(adapter).toEqual({
+    expect(adapter).toMatchObject({
       tool: 'start_process',
       arguments: { command: '{{command}}', timeout_ms: 60_000 },
       source: 'detected',
@@ -227,15 +227,16 @@ describe('rendering', () => {
     // Nothing is set on a template that is not an object.
     expect(toolArguments({ tool: 't', arguments: '{{command}}' }, { argv: ['ls'] }, { extra: { x: 1 } }).arguments).toBe('ls');
   });
-  test('the header shows the argument shapes a tool is sent only where they say more than its template', () => {
+  test('the header says what a tool is sent beyond its template: its optional properties and their values, a code tool\'s languages', () => {
     const adapter: ExecAdapter = { tool: 'run', arguments: { command: '{{argv}}' }, source: 'detected' };
     const account = withShapes({ name: 'run', role: 'extra', adapter });
-    expect(account.shapes).toBeUndefined();
+    expect(account.sent).toBeUndefined();
     expect(toolAccountText(account)).toBe(
       '"run": tested by the fixed EXEC-1/LAUNCH calls (execution/every-exec-tool) with {"command":"{{argv}}"} (detected from its input schema)',
     );
-    expect(toolAccountText({ ...account, shapes: [{ command: '{{argv}}', workdir: '{{cwd}}' }] })).toContain(
-      'with {"command":"{{argv}}"}, sent as {"command":"{{argv}}","workdir":"{{cwd}}"} (',
+    const inputSchema = { type: 'object', properties: { command: { type: 'array' }, workdir: { type: 'string' }, login: { type: 'boolean' } } };
+    expect(toolAccountText(withShapes({ ...account, adapter: { ...adapter, inputSchema } }))).toContain(
+      'with {"command":"{{argv}}"}; its calls also send each optional property alone and all together (workdir: "{{cwd}}" | "{{subdir}}"; login: true | false) (',
     );
   });
   test('shellQuote round-trips through sh', async () => {
