@@ -60,8 +60,15 @@ export interface DriveOptions {
   signal?: AbortSignal;
 }
 
+/** Host exploration's budget: sequences per transport and the seed, or exactly one sequence to rerun (`seed:path`). */
+export interface HostExploreOptions {
+  runs: number;
+  seed: number;
+  replay?: { seed: number; path: string };
+}
+
 /** The host a host-mode run drives, and how (RunPlan.host): the same on every transport. */
-export type HostTarget = Omit<DriveOptions, 'transport' | 'signal'> & { transports: Transport[] };
+export type HostTarget = Omit<DriveOptions, 'transport' | 'signal'> & { transports: Transport[]; explore?: HostExploreOptions };
 
 /** How many times the app-server session changes the policy between turns, unless told otherwise. */
 export const POLICY_CHANGES = 24;
@@ -323,6 +330,8 @@ export interface AppSession {
   startThread(params: Record<string, unknown>): Promise<{ outcome: AppOutcome; threadId?: string }>;
   /** turn/start, then waits for turn/completed; the model answers with `responses` this turn. */
   turn(params: Record<string, unknown>, responses: ScriptedCall[][]): Promise<TurnRun>;
+  /** What the recording servers got so far (each request is logged as it arrives). */
+  recorded(): { records: RecordedMessage[]; plainRecords: RecordedMessage[] };
   /** Stops everything (probing the launchers sent first) and returns the observation, records filled in. */
   close(): Promise<AppObservation>;
 }
@@ -401,6 +410,7 @@ export async function openAppSession(options: DriveOptions, extraWorkspaces = 0)
       const callIds = model.requests.slice(before).flatMap((r) => (r.answered === 'message' ? [] : r.answered));
       return { start, completed: Boolean(done), callIds };
     },
+    recorded: () => ({ records: readRecording(join(dirs.root, 'rec.jsonl')), plainRecords: readRecording(join(dirs.root, 'rec-plain.jsonl')) }),
     async close() {
       // Probed before the host goes away: its launcher may live in a dir that goes with it.
       observation.launcherProbes = await probeLaunchers(readRecording(join(dirs.root, 'rec.jsonl')));
