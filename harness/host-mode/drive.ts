@@ -347,6 +347,7 @@ export async function openAppSession(options: DriveOptions, extraWorkspaces = 0)
   let plain: RecordingServer | undefined;
   let client: AppServerClient | undefined;
   let ready = false;
+  const abort = () => void client?.close();
   const observation: AppObservation = {
     transport: options.transport,
     workspace: dirs.workspace,
@@ -374,7 +375,7 @@ export async function openAppSession(options: DriveOptions, extraWorkspaces = 0)
     // Given up on: the session ends now (every request still waiting gets "closed").
     const stop = client;
     if (options.signal?.aborted) void stop.close();
-    else options.signal?.addEventListener('abort', () => void stop.close(), { once: true });
+    else options.signal?.addEventListener('abort', abort, { once: true });
     const init = await client.request(
       'initialize',
       { clientInfo: { name: 'mcp-sandbox-conformance', title: null, version: '0.1.0' }, capabilities: { experimentalApi: true } },
@@ -412,6 +413,7 @@ export async function openAppSession(options: DriveOptions, extraWorkspaces = 0)
     },
     recorded: () => ({ records: readRecording(join(dirs.root, 'rec.jsonl')), plainRecords: readRecording(join(dirs.root, 'rec-plain.jsonl')) }),
     async close() {
+      options.signal?.removeEventListener('abort', abort);
       // Probed before the host goes away: its launcher may live in a dir that goes with it.
       observation.launcherProbes = await probeLaunchers(readRecording(join(dirs.root, 'rec.jsonl')));
       const diedEarly = client?.closed;

@@ -37,9 +37,14 @@ import { launcherShapeProblem, profileKind, workspaceUris } from './sandbox-stat
 export const HOST_EXPLORE_DEFAULTS: HostExploreOptions = { runs: 4, seed: 20261201 };
 /** Sequences at once per transport (fixed, so that a seed means the same sequences everywhere). */
 const WORKERS = 2;
-const MAX_STEPS = 6;
-/** Shrinking reruns each candidate on a fresh host: capped by count, so the result does not depend on load. */
-const MAX_SHRINK_RUNS = 24;
+const MAX_STEPS = 5;
+/**
+ * Shrinking reruns each candidate on a fresh host: capped by count (so that, within the time cap, the
+ * result does not depend on load) and by time (a real Codex takes seconds per rerun, and a defect
+ * that shows only now and then makes many candidates pass).
+ */
+const MAX_SHRINK_RUNS = 12;
+const SHRINK_TIME_MS = 20_000;
 /** Workspaces beside the session's own that threads and turns may move to. */
 const EXTRA_WORKSPACES = 1;
 
@@ -213,7 +218,12 @@ async function sessionOf(seq: HostSequence, step: StoryStep): Promise<AppSession
   return seq.session;
 }
 
-const pickThread = (seq: HostSequence, k: number) => seq.threads[k % seq.threads.length]!;
+/** The thread a step's pick `k` means now; the story's action names it as the host knows it (t1, t2, ...). */
+function pickThread(seq: HostSequence, k: number, step: StoryStep): ThreadModel {
+  const thread = seq.threads[k % seq.threads.length]!;
+  step.action = step.action.replace(`thread #${k}`, `thread t${seq.threads.indexOf(thread) + 1}`);
+  return thread;
+}
 
 class StartThread extends HostStep {
   constructor(
@@ -259,7 +269,7 @@ class Turn extends HostStep {
   async act(seq: HostSequence, step: StoryStep): Promise<void> {
     const session = await sessionOf(seq, step);
     if (!session) return;
-    const thread = pickThread(seq, this.thread);
+    const thread = pickThread(seq, this.thread, step);
     const params: Record<string, unknown> = { threadId: thread.id, input: [{ type: 'text', text: 'Call the record tools as scripted.' }] };
     if (this.mode) {
       params.sandboxPolicy = POLICY[this.mode];
@@ -314,7 +324,7 @@ class DirectCall extends HostStep {
   async act(seq: HostSequence, step: StoryStep): Promise<void> {
     const session = await sessionOf(seq, step);
     if (!session) return;
-    const thread = pickThread(seq, this.thread);
+    const thread = pickThread(seq, this.thread, step);
     const note = `explore:${++seq.attempts}`;
     const caller = callerMetaValue(this.meta);
     const server = this.target === 'rec' ? SERVER : PLAIN_SERVER;
@@ -404,7 +414,7 @@ class ResourceRead extends HostStep {
   async act(seq: HostSequence, step: StoryStep): Promise<void> {
     const session = await sessionOf(seq, step);
     if (!session) return;
-    const thread = pickThread(seq, this.thread);
+    const thread = pickThread(seq, this.thread, step);
     const uri = `${RECORDING_RESOURCE}?explore=${++seq.attempts}`;
     const caller = 'entries' in this.meta ? Object.fromEntries(this.meta.entries.map((e) => [readKey(e), READ_VALUES[e]])) : 'nonObject' in this.meta ? this.meta.nonObject : undefined;
     const params: Record<string, unknown> = { server: SERVER, threadId: thread.id, uri };
@@ -566,6 +576,7 @@ interface WorkerResult {
   sequences: number;
   shrinks: number;
   failure?: SequenceOutcome;
+  failedAt?: number;
   path?: string;
   problem?: string;
 }
@@ -573,7 +584,7 @@ interface WorkerResult {
 async function exploreWorker(options: DriveOptions, result: WorkerResult, runs: number, shared: { stopped: boolean }, replay?: { path: string; commands?: string }) {
   const property = fc.asyncProperty(commandsArb(replay?.commands), async (commands) => {
     if (result.problem || (shared.stopped && !result.failure) || options.signal?.aborted) return true;
-    if (result.failure && result.shrinks >= MAX_SHRINK_RUNS) return true;
+    if (result.failure && (result.shrinks >= MAX_SHRINK_RUNS || Date.now() > result.failedAt! + SHRINK_TIME_MS)) return true;
     const outcome = await runSequence(options, commands, !replay);
     if (outcome.seq.problem && outcome.violations.length === 0) {
       if (!result.failure) {
@@ -587,6 +598,7 @@ async function exploreWorker(options: DriveOptions, result: WorkerResult, runs: 
     if (outcome.violations.length === 0) return true;
     shared.stopped = true;
     result.failure = outcome;
+    result.failedAt ??= Date.now();
     return false;
   });
   const details = await fc.check(property, { seed: result.seed, numRuns: runs, ...(replay ? { path: replay.path, endOnFailure: true } : {}) });
