@@ -37,7 +37,7 @@ import { launcherShapeProblem, profileKind, workspaceUris } from './sandbox-stat
 export const HOST_EXPLORE_DEFAULTS: HostExploreOptions = { runs: 4, seed: 20261201 };
 /** Sequences at once per transport (fixed, so that a seed means the same sequences everywhere). */
 const WORKERS = 2;
-const MAX_STEPS = 5;
+const MAX_STEPS = 8;
 /**
  * Shrinking reruns each candidate on a fresh host: capped by count (so that, within the time cap, the
  * result does not depend on load) and by time (a real Codex takes seconds per rerun, and a defect
@@ -538,8 +538,9 @@ function commandsArb(replayPath?: string): fc.Arbitrary<Iterable<fc.AsyncCommand
   );
   const read = fc.tuple(thread, readMeta).map(([t, meta]) => new ResourceRead(t, meta));
   const exec = fc.tuple(modeArb, responsesArb).map(([m, r]) => new ExecRun(m, r));
-  return fc.commands([turn, turn, turn, direct, direct, read, read, startThread, exec], {
+  return fc.commands([turn, turn, turn, turn, direct, direct, direct, read, read, startThread, exec], {
     maxCommands: MAX_STEPS,
+    size: 'max',
     ...(replayPath !== undefined ? { replayPath } : {}),
   });
 }
