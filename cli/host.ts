@@ -47,7 +47,23 @@ const USAGE = [
   'shows how each check fails.',
 ].join('\n');
 
-const VALUE_OPTIONS = ['codex', 'env', 'timeout', 'policy-changes', 'think-ms', 'jobs', 'explore', 'explore-seed', 'replay', 'only', 'skip', 'explain', 'reporter', 'transcripts', 'baseline'];
+const VALUE_OPTIONS = [
+  'codex',
+  'env',
+  'timeout',
+  'policy-changes',
+  'think-ms',
+  'jobs',
+  'explore',
+  'explore-seed',
+  'replay',
+  'only',
+  'skip',
+  'explain',
+  'reporter',
+  'transcripts',
+  'baseline',
+];
 
 export async function hostCommand(argv: string[], version: string): Promise<number> {
   const parser = cliParser(argv, USAGE, 120)
@@ -95,7 +111,11 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
       describe: 'Seed of the sequence generator: the same seed gives the same sequences',
       group: 'Exploration:',
     })
-    .option('replay', { type: 'string', describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it (on each transport of the run)', group: 'Exploration:' })
+    .option('replay', {
+      type: 'string',
+      describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it (on each transport of the run)',
+      group: 'Exploration:',
+    })
     .option('list', { type: 'boolean', describe: 'List the host checks and exit (mcp-sandbox-conformance list shows them too)', group: 'Results:' })
     .option('explain', { type: 'string', describe: 'Explain one host check and exit (same as mcp-sandbox-conformance explain <id>)', group: 'Results:' })
     .epilog(

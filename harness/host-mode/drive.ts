@@ -132,7 +132,11 @@ export interface ExecObservation {
 }
 
 /** The fixed exec run's model: two calls in a row to the opted-in server, then one to the server that did not opt in. */
-const EXEC_SCRIPT: ScriptedCall[][] = [[{ server: SERVER, tool: RECORDING_TOOL }], [{ server: SERVER, tool: RECORDING_TOOL }], [{ server: PLAIN_SERVER, tool: RECORDING_TOOL }]];
+const EXEC_SCRIPT: ScriptedCall[][] = [
+  [{ server: SERVER, tool: RECORDING_TOOL }],
+  [{ server: SERVER, tool: RECORDING_TOOL }],
+  [{ server: PLAIN_SERVER, tool: RECORDING_TOOL }],
+];
 
 /** One `<host> exec` run whose model answers with `responses` (by default the fixed run's). */
 export async function observeExec(options: DriveOptions, responses: ScriptedCall[][] = EXEC_SCRIPT): Promise<ExecObservation> {
@@ -369,7 +373,14 @@ export async function openAppSession(options: DriveOptions, extraWorkspaces = 0)
       startRecordingServer(options.transport, join(dirs.root, 'rec-plain.jsonl'), 'none'),
     ]);
     const servers = { [SERVER]: server.config, [PLAIN_SERVER]: plain.config };
-    writeConfig({ codexHome: dirs.codexHome, workspace: dirs.workspace, trusted: workspaces.slice(1), modelBaseUrl: baseUrl, servers, sandboxMode: 'workspace-write' });
+    writeConfig({
+      codexHome: dirs.codexHome,
+      workspace: dirs.workspace,
+      trusted: workspaces.slice(1),
+      modelBaseUrl: baseUrl,
+      servers,
+      sandboxMode: 'workspace-write',
+    });
     client = new AppServerClient(options.host, hostEnv(options, dirs.codexHome), dirs.workspace);
     await client.start();
     // Given up on: the session ends now (every request still waiting gets "closed").

@@ -101,7 +101,13 @@ const transportOf = (seq: HostSequence): Transport => seq.options.transport;
 // ---- the contract, per arrival ----
 
 /** The sandbox entries a call to an opted-in server must carry for `mode` in `workspace`; problems charged to `check` (and the shared checks). */
-function judgeEntries(seq: HostSequence, meta: Record<string, unknown>, want: { mode: Mode; workspace: string }, check: string, where: string): HostViolation[] {
+function judgeEntries(
+  seq: HostSequence,
+  meta: Record<string, unknown>,
+  want: { mode: Mode; workspace: string },
+  check: string,
+  where: string,
+): HostViolation[] {
   const out: HostViolation[] = [];
   const has = [hasOwn(meta, STATE_KEY), hasOwn(meta, STATE_KEY_DEPRECATED)];
   if (has[0] !== has[1]) out.push({ check: 'host/state-keys-identical', message: `${where}: only ${has[0] ? STATE_KEY : STATE_KEY_DEPRECATED}` });
@@ -119,12 +125,21 @@ function judgeEntries(seq: HostSequence, meta: Record<string, unknown>, want: { 
     const cwd = isObject(state) ? state.sandboxCwd : undefined;
     const problems = [
       ...(kind !== want.mode ? [`the state describes ${kind}, the policy in force is ${want.mode}`] : []),
-      ...(!workspaceUris(want.workspace).has(String(cwd)) ? [`sandboxCwd ${json(cwd)} is not the workspace in force ${pathToFileURL(want.workspace).href}`] : []),
+      ...(!workspaceUris(want.workspace).has(String(cwd))
+        ? [`sandboxCwd ${json(cwd)} is not the workspace in force ${pathToFileURL(want.workspace).href}`]
+        : []),
     ];
-    if (problems.length) out.push({ check, message: `${where}: ${problems.join('; ')}`, expected: { mode: want.mode, sandboxCwd: pathToFileURL(want.workspace).href }, actual: state });
+    if (problems.length)
+      out.push({
+        check,
+        message: `${where}: ${problems.join('; ')}`,
+        expected: { mode: want.mode, sandboxCwd: pathToFileURL(want.workspace).href },
+        actual: state,
+      });
   }
   if (transportOf(seq) === 'http') {
-    if (hasOwn(meta, LAUNCHER_KEY)) out.push({ check: 'host/no-launcher-over-http', message: `${where}: a launcher arrived over HTTP`, actual: meta[LAUNCHER_KEY] });
+    if (hasOwn(meta, LAUNCHER_KEY))
+      out.push({ check: 'host/no-launcher-over-http', message: `${where}: a launcher arrived over HTTP`, actual: meta[LAUNCHER_KEY] });
   } else {
     const problem = launcherShapeProblem(meta[LAUNCHER_KEY]);
     if (problem) out.push({ check: check === 'host/direct-call-sandbox-entries' ? check : 'host/launcher-over-stdio', message: `${where}: ${problem}` });
@@ -158,7 +173,11 @@ function judgeModelCalls(
     }
     const meta = metaOf(record) ?? {};
     step.arrived.push(`${callId} at ${opted ? SERVER : PLAIN_SERVER}: ${describeMeta(meta, seq)}`);
-    out.push(...(opted ? judgeEntries(seq, meta, want, check, `model call ${callId}`) : judgeNoSandboxKeys(meta, 'host/no-sandbox-keys-without-opt-in', `model call ${callId}`)));
+    out.push(
+      ...(opted
+        ? judgeEntries(seq, meta, want, check, `model call ${callId}`)
+        : judgeNoSandboxKeys(meta, 'host/no-sandbox-keys-without-opt-in', `model call ${callId}`)),
+    );
   }
   return out;
 }
@@ -255,7 +274,13 @@ type Target = 'rec' | 'plain';
 const scripted = (responses: Target[][]): ScriptedCall[][] =>
   responses.map((r) => r.map((t) => ({ server: t === 'rec' ? SERVER : PLAIN_SERVER, tool: RECORDING_TOOL })));
 const describeResponses = (responses: Target[][]) =>
-  responses.map((r) => (r.length === 1 ? `1 call to ${r[0] === 'rec' ? SERVER : PLAIN_SERVER}` : `${r.length} parallel calls (${r.map((t) => (t === 'rec' ? SERVER : PLAIN_SERVER)).join(', ')})`)).join(', then ');
+  responses
+    .map((r) =>
+      r.length === 1
+        ? `1 call to ${r[0] === 'rec' ? SERVER : PLAIN_SERVER}`
+        : `${r.length} parallel calls (${r.map((t) => (t === 'rec' ? SERVER : PLAIN_SERVER)).join(', ')})`,
+    )
+    .join(', then ');
 
 class Turn extends HostStep {
   constructor(
@@ -330,7 +355,9 @@ class DirectCall extends HostStep {
     const server = this.target === 'rec' ? SERVER : PLAIN_SERVER;
     const params: Record<string, unknown> = { server, threadId: thread.id, tool: RECORDING_TOOL, arguments: { note } };
     if (!('absent' in this.meta)) params._meta = caller;
-    step.sent.push(`mcpServer/tool/call to ${server} on t${seq.threads.indexOf(thread) + 1} (in force: ${thread.mode} in w${thread.workspace}), _meta ${json(caller) ?? '(none)'}`);
+    step.sent.push(
+      `mcpServer/tool/call to ${server} on t${seq.threads.indexOf(thread) + 1} (in force: ${thread.mode} in w${thread.workspace}), _meta ${json(caller) ?? '(none)'}`,
+    );
     const outcome = await session.request('mcpServer/tool/call', params);
     step.answer.push(answerText(outcome));
     const recorded = session.recorded();
@@ -362,7 +389,12 @@ function judgeDirectCall(
     const message = outcome.kind === 'error' ? String(outcome.error.message) : '';
     const ok = outcome.kind === 'error' && outcome.error.code === -32603 && message.includes('MCP tool request _meta must be a JSON object, got ');
     if (ok && !got) return [];
-    return [{ check: 'host/direct-call-non-object-meta', message: `_meta ${json(caller)}: ${got ? 'the call reached the server' : `answered ${answerText(outcome)}`}` }];
+    return [
+      {
+        check: 'host/direct-call-non-object-meta',
+        message: `_meta ${json(caller)}: ${got ? 'the call reached the server' : `answered ${answerText(outcome)}`}`,
+      },
+    ];
   }
   if (!got) return [{ check: 'host/direct-call-meta-verbatim', message: `the call never reached the server (the host answered ${answerText(outcome)})` }];
   const sent = isObject(caller) ? caller : {};
@@ -372,7 +404,8 @@ function judgeDirectCall(
   if (target === 'plain') out.push(...judgeNoSandboxKeys(got, 'host/direct-call-no-opt-in-stripped', 'direct call'));
   else if (stale.length) out.push({ check: 'host/stale-entries-replaced', message: `direct call: ${stale.join(', ')} still hold the caller's stale value` });
   else out.push(...judgeEntries(seq, got, want, 'host/direct-call-sandbox-entries', 'direct call'));
-  if (got.threadId !== threadId) out.push({ check: 'host/direct-call-thread-id', message: `direct call: threadId ${json(got.threadId)} is not the thread's ${json(threadId)}` });
+  if (got.threadId !== threadId)
+    out.push({ check: 'host/direct-call-thread-id', message: `direct call: threadId ${json(got.threadId)} is not the thread's ${json(threadId)}` });
   if (!hasOwn(got, 'progressToken')) out.push({ check: 'host/direct-call-progress-token', message: 'direct call: no progressToken' });
   else if (hasOwn(sent, 'progressToken') && json(got.progressToken) === json(sent.progressToken))
     out.push({ check: 'host/direct-call-progress-token', message: "direct call: the caller's progressToken was passed through" });
@@ -383,9 +416,13 @@ function judgeDirectCall(
   const changed = callerKeys.filter((k) => k !== 'progressToken' && json(got[k]) !== json(sent[k]));
   const extra = Object.keys(got).filter((k) => own(k) && k !== 'progressToken' && !hasOwn(sent, k));
   const verbatim = stale.length || SANDBOX_META_KEYS.some((k) => hasOwn(sent, k)) ? 'host/unrelated-meta-kept' : 'host/direct-call-meta-verbatim';
-  if (changed.length) out.push({ check: verbatim, message: `direct call: caller entries ${changed.join(', ')} did not arrive unchanged`, expected: sent, actual: got });
+  if (changed.length)
+    out.push({ check: verbatim, message: `direct call: caller entries ${changed.join(', ')} did not arrive unchanged`, expected: sent, actual: got });
   else if (json(arrivedOrder) !== json(callerKeys.filter((k) => hasOwn(got, k))))
-    out.push({ check: hasOwn(sent, 'progressToken') ? 'host/direct-call-progress-token' : verbatim, message: `direct call: caller entries arrived in the order ${arrivedOrder.join(', ')}` });
+    out.push({
+      check: hasOwn(sent, 'progressToken') ? 'host/direct-call-progress-token' : verbatim,
+      message: `direct call: caller entries arrived in the order ${arrivedOrder.join(', ')}`,
+    });
   if (extra.length) out.push({ check: 'host/direct-call-meta-verbatim', message: `direct call: the host added ${extra.join(', ')}` });
   return out;
 }
@@ -416,7 +453,12 @@ class ResourceRead extends HostStep {
     if (!session) return;
     const thread = pickThread(seq, this.thread, step);
     const uri = `${RECORDING_RESOURCE}?explore=${++seq.attempts}`;
-    const caller = 'entries' in this.meta ? Object.fromEntries(this.meta.entries.map((e) => [readKey(e), READ_VALUES[e]])) : 'nonObject' in this.meta ? this.meta.nonObject : undefined;
+    const caller =
+      'entries' in this.meta
+        ? Object.fromEntries(this.meta.entries.map((e) => [readKey(e), READ_VALUES[e]]))
+        : 'nonObject' in this.meta
+          ? this.meta.nonObject
+          : undefined;
     const params: Record<string, unknown> = { server: SERVER, threadId: thread.id, uri };
     if (!('absent' in this.meta)) params._meta = caller;
     step.sent.push(`mcpServer/resource/read on t${seq.threads.indexOf(thread) + 1}, _meta ${json(caller) ?? '(none)'}`);
@@ -438,7 +480,9 @@ function judgeResourceRead(caller: unknown, outcome: AppOutcome, got: Record<str
   if (caller !== undefined && caller !== null && !isObject(caller)) {
     const message = String(error?.message ?? '');
     if (error?.code === -32600 && message.startsWith('Invalid request: invalid type: ') && message.endsWith(', expected a map') && !got) return [];
-    return [{ check: 'host/resource-read-non-object-meta', message: `_meta ${json(caller)}: ${got ? 'forwarded to the server' : `answered ${answerText(outcome)}`}` }];
+    return [
+      { check: 'host/resource-read-non-object-meta', message: `_meta ${json(caller)}: ${got ? 'forwarded to the server' : `answered ${answerText(outcome)}`}` },
+    ];
   }
   const sent = isObject(caller) ? caller : {};
   const reserved = RESERVED.filter((k) => hasOwn(sent, k));
@@ -502,19 +546,17 @@ class ExecRun extends HostStep {
 const modeArb = fc.constantFrom<Mode>(...MODES);
 const targetArb = fc.oneof({ weight: 3, arbitrary: fc.constant<Target>('rec') }, { weight: 1, arbitrary: fc.constant<Target>('plain') });
 /** One to four calls: in one response (parallel) or across several. */
-const responsesArb = fc
-  .array(fc.array(targetArb, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 3 })
-  .map((responses) => {
-    const out: Target[][] = [];
-    let n = 0;
-    for (const r of responses) {
-      const room = 4 - n;
-      if (room <= 0) break;
-      out.push(r.slice(0, room));
-      n += Math.min(r.length, room);
-    }
-    return out;
-  });
+const responsesArb = fc.array(fc.array(targetArb, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 3 }).map((responses) => {
+  const out: Target[][] = [];
+  let n = 0;
+  for (const r of responses) {
+    const room = 4 - n;
+    if (room <= 0) break;
+    out.push(r.slice(0, room));
+    n += Math.min(r.length, room);
+  }
+  return out;
+});
 
 function commandsArb(replayPath?: string): fc.Arbitrary<Iterable<fc.AsyncCommand<Model, HostSequence>>> {
   const thread = fc.nat({ max: 2 });
@@ -582,7 +624,13 @@ interface WorkerResult {
   problem?: string;
 }
 
-async function exploreWorker(options: DriveOptions, result: WorkerResult, runs: number, shared: { stopped: boolean }, replay?: { path: string; commands?: string }) {
+async function exploreWorker(
+  options: DriveOptions,
+  result: WorkerResult,
+  runs: number,
+  shared: { stopped: boolean },
+  replay?: { path: string; commands?: string },
+) {
   const property = fc.asyncProperty(commandsArb(replay?.commands), async (commands) => {
     if (result.problem || (shared.stopped && !result.failure) || options.signal?.aborted) return true;
     if (result.failure && (result.shrinks >= MAX_SHRINK_RUNS || Date.now() > result.failedAt! + SHRINK_TIME_MS)) return true;
@@ -633,7 +681,13 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
 }
 
 function counterexampleOf(worker: WorkerResult, outcome: SequenceOutcome): Counterexample {
-  const steps: CounterexampleStep[] = outcome.seq.story.map((s, i) => ({ n: i + 1, action: s.action, authority: s.sent, ran: s.arrived.map((a) => `arrived ${a}`), response: s.answer }));
+  const steps: CounterexampleStep[] = outcome.seq.story.map((s, i) => ({
+    n: i + 1,
+    action: s.action,
+    authority: s.sent,
+    ran: s.arrived.map((a) => `arrived ${a}`),
+    response: s.answer,
+  }));
   const path = worker.path ?? '';
   return {
     replay: `${worker.seed}:${path}`,

@@ -74,7 +74,8 @@ async function driveAndJudge(checks: HostCheck[], ctx: HostDriveContext): Promis
     host.explore && host.explore.runs > 0 ? exploreHost(options, host.explore).then((e) => void (exploration = e)) : undefined,
   ]);
   const transcript = [...transcriptOf(observed.exec, 'exec', started), ...transcriptOf(observed.app, 'app-server', started)];
-  if (exploration?.problem) transcript.push({ t: Date.now() - started, dir: 'note', text: `exploration stopped after ${exploration.sequences} sequences: ${exploration.problem}` });
+  if (exploration?.problem)
+    transcript.push({ t: Date.now() - started, dir: 'note', text: `exploration stopped after ${exploration.sequences} sequences: ${exploration.problem}` });
   // The host failed to start when a run of it failed and not one request reached a recording server.
   const hostFailed = observed.exec.hostFailed ?? observed.app.hostFailed;
   if (hostFailed && observed.exec.records.length === 0 && observed.app.records.length === 0) {
@@ -104,7 +105,12 @@ function withExploration(verdict: Verdict, checkId: string, exploration: HostExp
   const story = `exploration: a sequence of ${counterexample.steps.length} step${counterexample.steps.length === 1 ? '' : 's'} broke it: ${found[0]!.message}`;
   const more = found.slice(1, 6).map((v) => `! ${v.message}`);
   if (verdict.status === 'fail') return { ...verdict, message: `${verdict.message}; ${story}`, diff: [...(verdict.diff ?? []), ...more], counterexample };
-  return fail(story, { expected: found[0]!.expected ?? 'what CONTRACT.md §2/§4 says for this step', actual: found[0]!.actual ?? found[0]!.message, diff: more, counterexample });
+  return fail(story, {
+    expected: found[0]!.expected ?? 'what CONTRACT.md §2/§4 says for this step',
+    actual: found[0]!.actual ?? found[0]!.message,
+    diff: more,
+    counterexample,
+  });
 }
 
 /** Host mode's scenarios, one per transport (a check is on the transports it is for). */
