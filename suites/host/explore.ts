@@ -657,6 +657,15 @@ async function exploreWorker(
   }
 }
 
+/**
+ * The longest exploration of one transport may take beside the fixed runs: each worker's sequences
+ * one after another (each bounded by one host run's budget), then shrinking and its last rerun.
+ */
+export function explorationBoundMs(explore: HostExploreOptions | undefined, hostRunMs: number): number {
+  if (!explore || explore.runs <= 0) return 0;
+  return Math.ceil(explore.runs / WORKERS) * hostRunMs + SHRINK_TIME_MS + hostRunMs;
+}
+
 /** Explores one transport with `explore` (its budget and seed, or one sequence to replay). */
 export async function exploreHost(options: DriveOptions, explore: HostExploreOptions): Promise<HostExploration> {
   const replay = explore.replay;

@@ -2,7 +2,7 @@ import type { Transport } from '../../harness/codex-wire.js';
 import { POLICY_CHANGES, observeAppServer, observeExec, type AppObservation, type ExecObservation, type HostTarget } from '../../harness/host-mode/drive.js';
 import type { TranscriptEntry } from '../../harness/transcript.js';
 import { fail, type HostDriveContext, type HostDriven, type HostScenario, type Verdict } from '../engine/model.js';
-import { exploreHost, type HostExploration } from './explore.js';
+import { explorationBoundMs, exploreHost, type HostExploration } from './explore.js';
 import { runSuite, type RunPlan, type RunReport } from '../engine/runner.js';
 import { hostChecks } from './checks.js';
 import { BOTH, type HostCheck, type HostObservations } from './host-check.js';
@@ -139,6 +139,8 @@ const HOST_SCENARIO_SLACK_MS = 30_000;
 /** Runs the host scenarios on the runner, as server mode runs its own: a RunReport for cli/results.ts. */
 export function runHostChecks(plan: HostPlan): Promise<RunReport> {
   const { jobs, select = () => true, onProgress, ...host } = plan;
+  // Exploration runs beside the fixed runs, and may outlast them.
+  const scenarioMs = Math.max(host.timeoutMs, explorationBoundMs(host.explore, host.timeoutMs)) + HOST_SCENARIO_SLACK_MS;
   return runSuite(
     {
       targets: {},
@@ -149,8 +151,8 @@ export function runHostChecks(plan: HostPlan): Promise<RunReport> {
       select,
       // Both budgets follow from one host run's (--timeout): a scenario's runs go side by side,
       // and the run lasts at most one scenario per transport, one after another.
-      scenarioTimeoutMs: host.timeoutMs + HOST_SCENARIO_SLACK_MS,
-      runTimeoutMs: host.transports.length * (host.timeoutMs + HOST_SCENARIO_SLACK_MS) + HOST_SCENARIO_SLACK_MS,
+      scenarioTimeoutMs: scenarioMs,
+      runTimeoutMs: host.transports.length * scenarioMs + HOST_SCENARIO_SLACK_MS,
       onProgress,
     },
     // Only the plan's transports: a transport left out is not checked (rather than "not applicable").
