@@ -15,6 +15,7 @@ import { callNote, type ScriptedCall } from '../../harness/host-mode/model-serve
 import { RECORDING_RESOURCE, RECORDING_TOOL, withMethod, type RecordedMessage } from '../../harness/host-mode/recording.js';
 import { isObject } from '../../harness/json.js';
 import type { Counterexample, CounterexampleStep } from '../engine/model.js';
+import { counterexampleOf } from '../server/explore.js';
 import { hostCheckDefs } from './checks.js';
 import { argumentsNote, hasOwn, json, metaOf } from './observed.js';
 import { launcherShapeProblem, profileKind, workspaceUris } from './sandbox-state.js';
@@ -684,12 +685,13 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
   await Promise.all(plans.map((p, k) => exploreWorker(options, results[k]!, p.runs, shared, replay ? replayOf(replay.path) : undefined)));
   const sequences = results.reduce((n, r) => n + r.sequences, 0);
   const failed = results.find((r) => r.failure);
-  if (failed?.failure) return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: counterexampleOf(failed, failed.failure) };
+  if (failed?.failure) return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure) };
   const problem = results.find((r) => r.problem)?.problem;
   return { sequences, seed: explore.seed, violations: [], ...(problem ? { problem } : {}) };
 }
 
-function counterexampleOf(worker: WorkerResult, outcome: SequenceOutcome): Counterexample {
+/** The failing sequence told step by step: what was sent, what arrived at which server, what the host answered. */
+function storyOf(worker: WorkerResult, outcome: SequenceOutcome): Counterexample {
   const steps: CounterexampleStep[] = outcome.seq.story.map((s, i) => ({
     n: i + 1,
     action: s.action,
@@ -697,16 +699,11 @@ function counterexampleOf(worker: WorkerResult, outcome: SequenceOutcome): Count
     ran: s.arrived.map((a) => `arrived ${a}`),
     response: s.answer,
   }));
-  const path = worker.path ?? '';
-  return {
-    replay: `${worker.seed}:${path}`,
-    seed: worker.seed,
-    path,
-    sequencesRun: worker.sequences,
-    shrinks: worker.shrinks,
+  return counterexampleOf(
+    worker,
     steps,
-    broken: outcome.violations.map((v) => ({ rule: ruleOf(v.check), check: v.check, message: v.message })),
-  };
+    outcome.violations.map((v) => ({ rule: ruleOf(v.check), check: v.check, message: v.message })),
+  );
 }
 
 const ruleOf = (check: string): string => hostCheckDefs.find((c) => c.id === check)?.rule ?? '?';

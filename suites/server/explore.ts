@@ -916,19 +916,24 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   );
 }
 
+/** A failing sequence as the reports show it (host exploration's too): its replay token, how it was found, its story, what it broke. */
+export function counterexampleOf(
+  worker: { seed: number; path?: string; sequences: number; shrinks: number },
+  steps: CounterexampleStep[],
+  broken: Counterexample['broken'],
+): Counterexample {
+  const path = worker.path ?? '';
+  return { replay: `${worker.seed}:${path}`, seed: worker.seed, path, sequencesRun: worker.sequences, shrinks: worker.shrinks, steps, broken };
+}
+
 function failure(worker: WorkerResult, outcome: SequenceOutcome): Verdict {
   const steps = storyOf(outcome);
   const first = outcome.violations[0]!;
-  const path = worker.path ?? '';
-  const counterexample: Counterexample = {
-    replay: `${worker.seed}:${path}`,
-    seed: worker.seed,
-    path,
-    sequencesRun: worker.sequences,
-    shrinks: worker.shrinks,
+  const counterexample = counterexampleOf(
+    worker,
     steps,
-    broken: outcome.violations.map((v) => ({ rule: v.check.rule, check: v.check.id, message: v.message })),
-  };
+    outcome.violations.map((v) => ({ rule: v.check.rule, check: v.check.id, message: v.message })),
+  );
   const rules = [...new Set(counterexample.broken.map((b) => `${b.rule} (${b.check})`))];
   return fail(`a sequence of ${steps.length} step${steps.length === 1 ? '' : 's'} broke ${rules.join(', ')}: ${first.message}`, {
     expected: first.expected,
