@@ -1,9 +1,10 @@
 import type { Transport } from '../harness/codex-wire.js';
 import { hostProgram, HostNotFound } from '../harness/host-mode/host-program.js';
-import { POLICY_CHANGES } from '../harness/host-mode/drive.js';
+import { POLICY_CHANGES, type HostExploreOptions } from '../harness/host-mode/drive.js';
 import { runHostChecks } from '../suites/host/index.js';
 import { checksOf, transportsOf } from '../suites/index.js';
-import { parseEnvPairs, UsageError } from './config.js';
+import { exploreSeed, exploreSequences, parseEnvPairs, parseReplay, UsageError } from './config.js';
+import { HOST_EXPLORE_DEFAULTS } from '../suites/host/explore.js';
 import { EXIT } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
@@ -34,6 +35,11 @@ const USAGE = [
   '              (unrelated keys, a caller threadId and progressToken, stale sandbox entries, non-objects; stale entries',
   '              also to a server that did not opt in), mcpServer/resource/read with reserved keys, non-objects, null and',
   '              ordinary _meta, then one turn per policy change (--policy-changes), alternating readOnly/workspaceWrite',
+  'and host exploration: random sequences (--explore per transport, --explore-seed), each on a fresh host, of app-server',
+  '  steps (threads with their own policy and cwd; turns that change either or neither, whose model makes 1-4 calls in one',
+  '  response or several, to both servers; direct calls and resource reads with caller _meta in any shape and order) and',
+  '  exec runs (several and parallel calls). A violation fails the check of the rule broken, with the sequence shrunk to',
+  '  the shortest that still shows it, told step by step; --replay <token> reruns exactly it.',
   '',
   'The host must read $CODEX_HOME/config.toml (model_providers, mcp_servers with command/args or url) and offer',
   'MCP tools to a Responses-API model as namespace mcp__<server>. A .js/.mjs/.cjs PATH runs with this node; the',
@@ -41,7 +47,23 @@ const USAGE = [
   'shows how each check fails.',
 ].join('\n');
 
-const VALUE_OPTIONS = ['codex', 'env', 'timeout', 'policy-changes', 'think-ms', 'jobs', 'only', 'skip', 'explain', 'reporter', 'transcripts', 'baseline'];
+const VALUE_OPTIONS = [
+  'codex',
+  'env',
+  'timeout',
+  'policy-changes',
+  'think-ms',
+  'jobs',
+  'explore',
+  'explore-seed',
+  'replay',
+  'only',
+  'skip',
+  'explain',
+  'reporter',
+  'transcripts',
+  'baseline',
+];
 
 export async function hostCommand(argv: string[], version: string): Promise<number> {
   const parser = cliParser(argv, USAGE, 120)
@@ -77,6 +99,23 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
       describe: 'Transports checked at once (each runs its exec and app-server hosts side by side)',
       group: 'Run:',
     })
+    .option('explore', {
+      type: 'number',
+      default: HOST_EXPLORE_DEFAULTS.runs,
+      describe: 'Random sequences to explore per transport, each on a fresh host; 0 or --no-explore turns exploration off',
+      group: 'Exploration:',
+    })
+    .option('explore-seed', {
+      type: 'number',
+      default: HOST_EXPLORE_DEFAULTS.seed,
+      describe: 'Seed of the sequence generator: the same seed gives the same sequences',
+      group: 'Exploration:',
+    })
+    .option('replay', {
+      type: 'string',
+      describe: 'Rerun exactly one sequence, <seed:path> as a failure report prints it (on each transport of the run)',
+      group: 'Exploration:',
+    })
     .option('list', { type: 'boolean', describe: 'List the host checks and exit (mcp-sandbox-conformance list shows them too)', group: 'Results:' })
     .option('explain', { type: 'string', describe: 'Explain one host check and exit (same as mcp-sandbox-conformance explain <id>)', group: 'Results:' })
     .epilog(
@@ -108,6 +147,7 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
   }
   if (!(args['think-ms'] >= 0)) throw new UsageError('--think-ms must be 0 or more');
   if (!(Number.isInteger(args['policy-changes']) && args['policy-changes'] >= 1)) throw new UsageError('--policy-changes must be a whole number, 1 or more');
+  const explore = exploreOptionsOf(args);
   const transports: Transport[] = args.transport === 'both' ? ['stdio', 'http'] : [args.transport];
   // Only the checks of the transports in the run: a selection of none of them would be a green run of nothing.
   const runnable = checksOf('host').filter((c) => transportsOf(c.id).some((t) => transports.includes(t)));
@@ -134,6 +174,7 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
       jobs: Math.floor(args.jobs),
       thinkMs: args['think-ms'],
       policyChanges: args['policy-changes'],
+      explore,
       env: parseEnvPairs(listOf(args.env)),
       select,
       onProgress: progress.onProgress,
@@ -141,5 +182,22 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
   } finally {
     progress.stop();
   }
-  return emitResults(report, args, { target: host.display, version, checks: checksOf('host'), mode: 'host' });
+  const header = [
+    explore.runs === 0
+      ? 'exploration: off'
+      : explore.replay
+        ? `exploration: replaying ${explore.replay.seed}:${explore.replay.path} on each transport`
+        : `exploration: ${explore.runs} sequence${explore.runs === 1 ? '' : 's'} per transport, seed ${explore.seed} (--explore, --explore-seed)`,
+  ];
+  return emitResults(report, args, { target: host.display, version, checks: checksOf('host'), mode: 'host', header });
+}
+
+/** The exploration budget from --explore/--no-explore, --explore-seed and --replay. */
+function exploreOptionsOf(args: { explore?: unknown; 'explore-seed'?: unknown; replay?: unknown }): HostExploreOptions {
+  // yargs reads --no-explore as explore: false.
+  const runs = args.explore === false ? 0 : exploreSequences(args.explore, '--explore');
+  const seed = exploreSeed(args['explore-seed'], '--explore-seed');
+  const replay = typeof args.replay === 'string' ? parseReplay(args.replay) : undefined;
+  if (replay && runs === 0) throw new UsageError('--replay needs exploration on: drop --no-explore / --explore 0');
+  return { runs: replay ? 1 : runs, seed, ...(replay ? { replay } : {}) };
 }

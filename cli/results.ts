@@ -70,6 +70,8 @@ export interface ResultContext {
   mode?: 'host';
   /** The Codex config entry the target came from (--codex-config --server): its command or URL, not the command line's. */
   codexConfig?: { file: string; server: string; command?: string[]; url?: string };
+  /** Lines for the human report's header, under the target (host mode: its exploration budget). */
+  header?: string[];
   /** More exact strings no report may repeat (a Codex config's bearer token and header values). */
   secrets?: string[];
 }
@@ -247,13 +249,13 @@ export async function emitReport(
   }
   // The human report comes last, so that on stdout its tally is the last line of the run.
   const human = await import('./reporters/human.js');
-  for (const spec of specs.filter((s) => s.name === 'human' && s.path)) writeOut(spec.path!, humanReport(human, data, args, false));
+  for (const spec of specs.filter((s) => s.name === 'human' && s.path)) writeOut(spec.path!, humanReport(human, data, args, false, context.header));
   const terminal = stdoutTaken ? stderr : stdout;
-  terminal.write(humanReport(human, data, args, colorFor(terminal, args.color)));
+  terminal.write(humanReport(human, data, args, colorFor(terminal, args.color), context.header));
   return data;
 }
 
-function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: ReportData, args: ResultArgs, color: boolean): string {
+function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: ReportData, args: ResultArgs, color: boolean, header?: string[]): string {
   // Trace lines come neutralized and defused from formatTranscript; in Actions they are wrapped too.
   const untrusted = (lines: string[]) => stopCommands(lines, inGithubActions());
   const traced = new Map<string, string>();
@@ -265,6 +267,7 @@ function humanReport({ renderHuman, stopCommands }: typeof HumanReporter, data: 
     version: data.tool.version,
     checks: data.checks,
     mode: data.mode,
+    header,
     details: (result, indent, c) => {
       const r = result as ReportedResult;
       const lines: string[] = [];

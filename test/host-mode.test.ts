@@ -8,6 +8,9 @@ import { hostProgram } from '../harness/host-mode/host-program.js';
 import { DEFECTS, type Transport } from '../fixtures/hosts/broken-host.mjs';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { hostCheckDefs, hostChecks, profileKind, runHostChecks } from '../suites/host/index.js';
+import { HOST_EXPLORE_DEFAULTS } from '../suites/host/explore.js';
+import type { HostExploreOptions } from '../harness/host-mode/drive.js';
+import { parseReplay } from '../cli/config.js';
 import type { CheckResult } from '../suites/engine/model.js';
 import { root } from './helpers.js';
 import { reportValidator } from './fixtures/report-validator.js';
@@ -45,7 +48,13 @@ async function slot<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function runBroken(defects: string, checkIds?: string[], transports: ('stdio' | 'http')[] = ['stdio', 'http'], policyChanges?: number) {
+function runBroken(
+  defects: string,
+  checkIds?: string[],
+  transports: ('stdio' | 'http')[] = ['stdio', 'http'],
+  policyChanges?: number,
+  explore?: HostExploreOptions,
+) {
   return slot(() =>
     runHostChecks({
       host: hostProgram(brokenHost),
@@ -53,6 +62,7 @@ function runBroken(defects: string, checkIds?: string[], transports: ('stdio' | 
       timeoutMs: 60_000,
       jobs: 2,
       policyChanges,
+      explore,
       env: { BROKEN_HOST_DEFECTS: defects },
       select: checkIds ? (id) => checkIds.includes(id) : undefined,
     }),
@@ -102,8 +112,9 @@ describe('pieces', () => {
 });
 
 describe('the broken-host fixture', () => {
-  test('without defects it passes every host check on both transports (no real Codex needed)', async () => {
-    const report = await runBroken('none');
+  test('without defects it passes every host check on both transports, exploration included (no real Codex needed)', async () => {
+    // Three policy changes, as in the matrix: the fixture is deterministic, and exploration runs beside.
+    const report = await runBroken('none', undefined, undefined, 3, HOST_EXPLORE_DEFAULTS);
     const notPassing = report.results.filter((r) => r.status !== 'pass');
     expect(notPassing.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`)).toEqual([]);
     expect(report.results.length).toBe(hostChecks.reduce((n, c) => n + c.transports.length, 0));
@@ -113,8 +124,9 @@ describe('the broken-host fixture', () => {
    * Each defect, the transports it runs on, and exactly the checks it must fail on each: derived from
    * the declarations beside the defects in fixtures/hosts/broken-host.mjs (DEFECTS[name].fails).
    */
-  const matrix = Object.entries(DEFECTS).map(([defect, { fails }]) => ({
+  const matrix = Object.entries(DEFECTS).map(([defect, { fails, explore }]) => ({
     defect,
+    explore,
     transports: Object.keys(fails) as Transport[],
     fails: (transport: Transport) => fails[transport] ?? [],
     all: Object.values(fails).flat(),
@@ -151,16 +163,17 @@ describe('the broken-host fixture', () => {
     expect(hostCheckDefs.map((c) => c.id).filter((id) => !failed.has(id))).toEqual([]);
   });
 
-  // Only the scenarios the aimed-at checks need are run (plus every other check judged from them).
+  // Only the scenarios the aimed-at checks need are run (plus every other check judged from them); a
+  // defect marked `explore` runs as a default `host` run does: every check, exploration on.
   const scenarioOf = new Map(hostChecks.map((c) => [c.id, c.scenario]));
   describe.concurrent('each defect fails exactly the checks declared beside it', () => {
     test.each(matrix)(
       '$defect',
-      async ({ defect, transports, fails, all }) => {
+      async ({ defect, transports, fails, all, explore }) => {
         const scenarios = new Set(all.map((id) => scenarioOf.get(id)!));
         const judged = hostChecks.filter((c) => scenarios.has('exec + app-server') || scenarios.has(c.scenario)).map((c) => c.id);
         // The fixture's defects show on every policy change, so a few changes are enough here.
-        const report = await runBroken(defect, judged, transports, 3);
+        const report = explore ? await runBroken(defect, undefined, transports, 3, HOST_EXPLORE_DEFAULTS) : await runBroken(defect, judged, transports, 3);
         const failing = report.results
           .filter((r) => r.status === 'fail')
           .map(key)
@@ -173,16 +186,39 @@ describe('the broken-host fixture', () => {
         // Every declared failure was judged (none left out by the selection or the transports).
         expect(expected).toEqual(transports.flatMap((t) => fails(t).map((id) => `${id} (${t})`)).sort());
         expect(report.results.filter((r) => r.status === 'skip' || r.status === 'error').map(key)).toEqual([]);
+        if (explore === 'finds') await foundByExplorationOnly(defect, transports, fails, report.results);
       },
-      120_000,
+      240_000,
     );
   });
+
+  /**
+   * A defect only exploration finds: each failure is exploration's alone (the fixed script passed the
+   * check), with a counterexample of at most 4 steps; its replay token reruns exactly it (over stdio),
+   * failing the same check.
+   */
+  async function foundByExplorationOnly(defect: string, transports: Transport[], fails: (t: Transport) => readonly string[], results: CheckResult[]) {
+    for (const transport of transports) {
+      for (const id of fails(transport)) {
+        const result = results.find((r) => r.id === id && r.transport === transport)!;
+        const ce = result.counterexample;
+        expect(result.message, `${id} (${transport})`).toMatch(/^exploration: a sequence of \d+ steps? broke it: /);
+        expect(ce!.steps.length).toBeLessThanOrEqual(4);
+        expect(ce!.broken.map((b) => b.check)).toContain(id);
+        if (transport !== 'stdio') continue;
+        const again = await runBroken(defect, [id], [transport], 3, { ...HOST_EXPLORE_DEFAULTS, runs: 1, replay: parseReplay(ce!.replay) });
+        const rerun = again.results.find((r) => r.id === id)!;
+        expect(rerun.status, rerun.message).toBe('fail');
+        expect(rerun.counterexample?.steps.map((s) => s.action)).toEqual(ce!.steps.map((s) => s.action));
+      }
+    }
+  }
 
   test('CLI: every check fails against the fixture with all its defects (exit 1), the tally last', async () => {
     // Three policy changes, as in the matrix: each defect shows on every change, and the run with the
     // default number of changes is the defect-free one above.
     const tmp = privateTmp();
-    const { code, stdout } = await slot(() => cli(['host', '--codex', brokenHost, '--policy-changes', '3'], { TMPDIR: tmp }));
+    const { code, stdout } = await slot(() => cli(['host', '--codex', brokenHost, '--policy-changes', '3', '--no-explore'], { TMPDIR: tmp }));
     expect(code, stdout).toBe(1);
     for (const check of hostChecks) {
       for (const transport of check.transports) expect(stdout).toMatch(new RegExp(`(FAIL|WARN)\\s+${check.id}\\s+${transport}\\s`));
@@ -198,7 +234,8 @@ describe('the CLI', () => {
   test('host --help documents the host and the transports', async () => {
     const { code, stdout } = await cli(['host', '--help']);
     expect(code).toBe(0);
-    for (const flag of ['--codex', '--transport', '--think-ms', '--policy-changes', '--only', 'BROKEN_HOST_DEFECTS']) expect(stdout).toContain(flag);
+    for (const flag of ['--codex', '--transport', '--think-ms', '--policy-changes', '--explore', '--explore-seed', '--replay', '--only', 'BROKEN_HOST_DEFECTS'])
+      expect(stdout).toContain(flag);
   });
   test('host --list and --explain show the host checks', async () => {
     const list = await cli(['host', '--list']);
@@ -216,6 +253,9 @@ describe('the CLI', () => {
     expect(elsewhere.code).toBe(2);
     expect(elsewhere.stderr).toContain('--only/--skip leave no check to run');
     expect((await cli(['host', '--policy-changes', '0'])).code).toBe(2);
+    expect((await cli(['host', '--explore', '-1'])).code).toBe(2);
+    expect((await cli(['host', '--no-explore', '--replay', '1:0'])).code).toBe(2);
+    expect((await cli(['host', '--replay', 'not-a-token'])).code).toBe(2);
     const missing = await cli(['host', '--codex', '/nonexistent/codex']);
     expect(missing.code).toBe(4);
     expect(missing.stderr).toContain('/nonexistent/codex');
@@ -234,6 +274,12 @@ describe('the CLI', () => {
  * run that finds the stale state ends the search, which nearly always is the first.
  */
 const REAL_CODEX_CHANGES = 16;
+/**
+ * The checks 0.171.0's stale state fails: model calls after a policy change (the fixed script), and
+ * a direct mcpServer/tool/call after a turn that changed the policy (exploration: it carries the
+ * previous policy's state, 3 of 3 replays on stdio).
+ */
+const STALE_STATE_CHECKS = ['host/state-follows-policy-change', 'host/direct-call-sandbox-entries'];
 const REAL_CODEX_RUNS = 3;
 
 describe(`real Codex${'missing' in realCodex ? '' : ` ${realCodex.version}`}`, () => {
@@ -245,11 +291,15 @@ describe(`real Codex${'missing' in realCodex ? '' : ` ${realCodex.version}`}`, (
     for (let attempt = 1; attempt <= REAL_CODEX_RUNS; attempt++) {
       run = await slot(() => cli(['host', '--policy-changes', String(REAL_CODEX_CHANGES), '--reporter', `json=${json}`], { TMPDIR: tmp }));
       console.log(`host mode against real Codex, run ${attempt}, ${REAL_CODEX_CHANGES} policy changes: ${run.ms} ms, exit ${run.code}`);
-      // Every other MUST check passes on every run, whether or not this one met the stale state.
-      for (const check of hostChecks.filter((c) => c.level === 'MUST' && c.id !== 'host/state-follows-policy-change')) {
+      // Every other MUST check passes on every run, whether or not this one met the stale state; but
+      // exploration finds the same stale state on a direct call after a turn changed the policy.
+      for (const check of hostChecks.filter((c) => c.level === 'MUST' && !STALE_STATE_CHECKS.includes(c.id))) {
         for (const transport of check.transports) expect(run.stdout).toMatch(new RegExp(`PASS\\s+${check.id}\\s+${transport}\\s`));
       }
-      if (run.code !== 0) break;
+      const directCall = [...run.stdout.matchAll(/FAIL\s+host\/direct-call-sandbox-entries\s+\w+\s[^\n]*\n(?:[^\n]*\n)?[^\n]*exploration: ([^\n]*)/g)];
+      expect(directCall.length, run.stdout).toBe(run.stdout.match(/FAIL\s+host\/direct-call-sandbox-entries\s/g)?.length ?? 0);
+      for (const [, why] of directCall) expect(why).toMatch(/direct call: the state describes ([a-z-]+), the policy in force is (?!\1)[a-z-]+/);
+      if (/FAIL\s+host\/state-follows-policy-change\s/.test(run.stdout)) break;
     }
     const { code, stdout } = run!;
     expect(code, stdout).toBe(1);

@@ -116,6 +116,8 @@ export function blockedNote(result: GradedResult, { results, skipped }: Pick<Gra
 export interface HumanOptions {
   color: boolean;
   target: string;
+  /** Lines of the run's own under the target line (host mode: its exploration budget). */
+  header?: string[];
   version: string;
   checks: CheckDef[];
   /** Extra lines under a check (cli/results.ts: the baseline entry, --trace transcripts). */
@@ -152,6 +154,7 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   const role = options.mode === 'host' ? 'host mode · recording servers watch' : 'fake Codex 0.171.0 · target';
   out.push(c.bold(`mcp-sandbox-conformance ${options.version}`) + c.dim(` · ${role}: ${neutralize(options.target)}`));
   // One line each, whatever the server put in them: no escape sequence, no CR or LF, no command.
+  for (const line of options.header ?? []) out.push(c.dim(neutralize(line)));
   if (info) out.push(c.dim(defuseWorkflowCommands(`server: ${neutralize(String(info.name ?? '?'))} ${neutralize(String(info.version ?? ''))}`.trimEnd())));
   const exec = execSummary(report, options.mode);
   if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));

@@ -14,6 +14,8 @@ export type McpServerConfig =
 export interface HostConfig {
   codexHome: string;
   workspace: string;
+  /** More workspaces a thread or turn may use, trusted like the first. */
+  trusted?: string[];
   modelBaseUrl: string;
   /** The MCP servers, by name (the name is the model's namespace `mcp__<name>`). */
   servers: Record<string, McpServerConfig>;
@@ -55,9 +57,7 @@ export function renderConfig(config: HostConfig): string {
     `supports_websockets = false`,
     `request_max_retries = 0`,
     `stream_max_retries = 0`,
-    '',
-    `[projects.${str(config.workspace)}]`,
-    `trust_level = "trusted"`,
+    ...[config.workspace, ...(config.trusted ?? [])].flatMap((dir) => ['', `[projects.${str(dir)}]`, `trust_level = "trusted"`]),
   ];
   if (config.networkAccess !== undefined) lines.push('', `[sandbox_workspace_write]`, `network_access = ${config.networkAccess}`);
   for (const [name, server] of Object.entries(config.servers)) {

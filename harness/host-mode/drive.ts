@@ -6,7 +6,7 @@ import { spawnTracked, trackTempDir } from '../process-registry.js';
 import { AppServerClient, describeAppOutcome, type AppOutcome } from './app-server.js';
 import { writeConfig, type HostConfig } from './codex-config.js';
 import type { HostProgram } from './host-program.js';
-import { ScriptedModel, type ModelRequest } from './model-server.js';
+import { ScriptedModel, type ModelRequest, type ScriptedCall } from './model-server.js';
 import { probeLaunchers, type ProbeResult } from './probe.js';
 import {
   RECORDING_RESOURCE,
@@ -60,8 +60,15 @@ export interface DriveOptions {
   signal?: AbortSignal;
 }
 
+/** Host exploration's budget: sequences per transport and the seed, or exactly one sequence to rerun (`seed:path`). */
+export interface HostExploreOptions {
+  runs: number;
+  seed: number;
+  replay?: { seed: number; path: string };
+}
+
 /** The host a host-mode run drives, and how (RunPlan.host): the same on every transport. */
-export type HostTarget = Omit<DriveOptions, 'transport' | 'signal'> & { transports: Transport[] };
+export type HostTarget = Omit<DriveOptions, 'transport' | 'signal'> & { transports: Transport[]; explore?: HostExploreOptions };
 
 /** How many times the app-server session changes the policy between turns, unless told otherwise. */
 export const POLICY_CHANGES = 24;
@@ -124,18 +131,18 @@ export interface ExecObservation {
   durationMs: number;
 }
 
-/** Two model calls in a row to the opted-in server, then one to the server that did not opt in. */
-export async function observeExec(options: DriveOptions): Promise<ExecObservation> {
+/** The fixed exec run's model: two calls in a row to the opted-in server, then one to the server that did not opt in. */
+const EXEC_SCRIPT: ScriptedCall[][] = [
+  [{ server: SERVER, tool: RECORDING_TOOL }],
+  [{ server: SERVER, tool: RECORDING_TOOL }],
+  [{ server: PLAIN_SERVER, tool: RECORDING_TOOL }],
+];
+
+/** One `<host> exec` run whose model answers with `responses` (by default the fixed run's). */
+export async function observeExec(options: DriveOptions, responses: ScriptedCall[][] = EXEC_SCRIPT): Promise<ExecObservation> {
   const started = Date.now();
   const dirs = makeRunDirs(`exec-${options.transport}`, options.tmpParent);
-  const model = new ScriptedModel({
-    calls: [
-      { server: SERVER, tool: RECORDING_TOOL },
-      { server: SERVER, tool: RECORDING_TOOL },
-      { server: PLAIN_SERVER, tool: RECORDING_TOOL },
-    ],
-    thinkMs: options.thinkMs,
-  });
+  const model = new ScriptedModel({ responses, thinkMs: options.thinkMs });
   const servers: RecordingServer[] = [];
   const observation: ExecObservation = {
     transport: options.transport,
@@ -304,15 +311,47 @@ export const APP_INPUTS = {
 export const toolMarker = (name: string) => `conformance:${name}`;
 export const resourceMarker = (name: string) => `${RECORDING_RESOURCE}?attempt=${encodeURIComponent(name)}`;
 
-/** Direct calls, resource reads, then model turns alternating workspace-write and read-only. */
-export async function observeAppServer(options: DriveOptions): Promise<AppObservation> {
+/** What one turn did: its turn/start answer, whether it completed, and the call ids its model issued. */
+export interface TurnRun {
+  start: AppOutcome;
+  completed: boolean;
+  callIds: string[];
+}
+
+/**
+ * A running `<host> app-server` with its scripted model and both recording servers, initialized:
+ * the fixed session's and each exploration sequence's. Never throws: what failed is in
+ * `observation.problems` (and `hostFailed`), and `close()` always cleans up and returns what was seen.
+ */
+export interface AppSession {
+  readonly observation: AppObservation;
+  /** Whether the session is up (initialize answered): otherwise every request is pointless. */
+  readonly ready: boolean;
+  /** The workspaces a thread may use: the first is the session's own, all trusted in the config. */
+  readonly workspaces: string[];
+  request(method: string, params: Record<string, unknown>): Promise<AppOutcome>;
+  /** thread/start; the thread id, or undefined (the answer says why). */
+  startThread(params: Record<string, unknown>): Promise<{ outcome: AppOutcome; threadId?: string }>;
+  /** turn/start, then waits for turn/completed; the model answers with `responses` this turn. */
+  turn(params: Record<string, unknown>, responses: ScriptedCall[][]): Promise<TurnRun>;
+  /** What the recording servers got so far (each request is logged as it arrives). */
+  recorded(): { records: RecordedMessage[]; plainRecords: RecordedMessage[] };
+  /** Stops everything (probing the launchers sent first) and returns the observation, records filled in. */
+  close(): Promise<AppObservation>;
+}
+
+export async function openAppSession(options: DriveOptions, extraWorkspaces = 0): Promise<AppSession> {
   const started = Date.now();
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   const dirs = makeRunDirs(`app-${options.transport}`, options.tmpParent);
-  const model = new ScriptedModel({ calls: [{ server: SERVER, tool: RECORDING_TOOL }], thinkMs: options.thinkMs });
+  const workspaces = [dirs.workspace, ...Array.from({ length: extraWorkspaces }, (_, i) => join(dirs.root, `work space ${i + 2}`))];
+  for (const extra of workspaces.slice(1)) mkdirSync(extra);
+  const model = new ScriptedModel({ responses: [], thinkMs: options.thinkMs });
   let server: RecordingServer | undefined;
   let plain: RecordingServer | undefined;
   let client: AppServerClient | undefined;
+  let ready = false;
+  const abort = () => void client?.close();
   const observation: AppObservation = {
     transport: options.transport,
     workspace: dirs.workspace,
@@ -334,15 +373,21 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
       startRecordingServer(options.transport, join(dirs.root, 'rec-plain.jsonl'), 'none'),
     ]);
     const servers = { [SERVER]: server.config, [PLAIN_SERVER]: plain.config };
-    writeConfig({ codexHome: dirs.codexHome, workspace: dirs.workspace, modelBaseUrl: baseUrl, servers, sandboxMode: 'workspace-write' });
+    writeConfig({
+      codexHome: dirs.codexHome,
+      workspace: dirs.workspace,
+      trusted: workspaces.slice(1),
+      modelBaseUrl: baseUrl,
+      servers,
+      sandboxMode: 'workspace-write',
+    });
     client = new AppServerClient(options.host, hostEnv(options, dirs.codexHome), dirs.workspace);
     await client.start();
     // Given up on: the session ends now (every request still waiting gets "closed").
     const stop = client;
     if (options.signal?.aborted) void stop.close();
-    else options.signal?.addEventListener('abort', () => void stop.close(), { once: true });
-    const app = client;
-    const init = await app.request(
+    else options.signal?.addEventListener('abort', abort, { once: true });
+    const init = await client.request(
       'initialize',
       { clientInfo: { name: 'mcp-sandbox-conformance', title: null, version: '0.1.0' }, capabilities: { experimentalApi: true } },
       budget(),
@@ -351,14 +396,70 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
       observation.hostFailed = `app-server initialize failed: ${describe(init)}`;
       throw new Error(observation.hostFailed);
     }
-    app.notify('initialized');
-    const thread = await app.request('thread/start', { cwd: dirs.workspace }, budget());
-    const threadId = thread.kind === 'result' ? (thread.result as { thread?: { id?: unknown } } | undefined)?.thread?.id : undefined;
-    if (typeof threadId !== 'string') throw new Error(`app-server thread/start gave no thread id: ${describe(thread)}`);
+    client.notify('initialized');
+    ready = true;
+  } catch (error) {
+    observation.problems.push((error as Error).message);
+  }
+  const request = (method: string, params: Record<string, unknown>): Promise<AppOutcome> =>
+    client ? client.request(method, params, budget()) : Promise.resolve({ kind: 'closed', detail: 'the app-server did not start' });
+  return {
+    observation,
+    ready,
+    workspaces,
+    request,
+    async startThread(params) {
+      const outcome = await request('thread/start', params);
+      const threadId = outcome.kind === 'result' ? (outcome.result as { thread?: { id?: unknown } } | undefined)?.thread?.id : undefined;
+      return { outcome, ...(typeof threadId === 'string' ? { threadId } : {}) };
+    },
+    async turn(params, responses) {
+      model.script(responses);
+      const before = model.requests.length;
+      const seen = client?.notifications.length ?? 0;
+      const start = await request('turn/start', params);
+      const done = start.kind === 'result' && client ? await client.waitFor((n) => n.method === 'turn/completed', budget(), seen) : undefined;
+      const callIds = model.requests.slice(before).flatMap((r) => (r.answered === 'message' ? [] : r.answered));
+      return { start, completed: Boolean(done), callIds };
+    },
+    recorded: () => ({ records: readRecording(join(dirs.root, 'rec.jsonl')), plainRecords: readRecording(join(dirs.root, 'rec-plain.jsonl')) }),
+    async close() {
+      options.signal?.removeEventListener('abort', abort);
+      // Probed before the host goes away: its launcher may live in a dir that goes with it.
+      observation.launcherProbes = await probeLaunchers(readRecording(join(dirs.root, 'rec.jsonl')));
+      const diedEarly = client?.closed;
+      if (diedEarly) {
+        const died = `${options.host.display} app-server: ${diedEarly}: ${lastLines(client!.stderr)}`;
+        observation.hostFailed ??= died;
+        observation.problems.push(died);
+      }
+      await client?.close();
+      observation.stderr = client?.stderr ?? '';
+      await Promise.all([server?.stop(), plain?.stop()]);
+      await model.stop();
+      observation.records = readRecording(join(dirs.root, 'rec.jsonl'));
+      observation.plainRecords = readRecording(join(dirs.root, 'rec-plain.jsonl'));
+      removeRunDirs(dirs);
+      observation.durationMs = Date.now() - started;
+      return observation;
+    },
+  };
+}
+
+/** Direct calls, resource reads, then model turns alternating workspace-write and read-only. */
+export async function observeAppServer(options: DriveOptions): Promise<AppObservation> {
+  const session = await openAppSession(options);
+  const observation = session.observation;
+  const oneCall: ScriptedCall[][] = [[{ server: SERVER, tool: RECORDING_TOOL }]];
+  try {
+    if (!session.ready) return observation;
+    const thread = await session.startThread({ cwd: session.workspaces[0] });
+    const threadId = thread.threadId;
+    if (threadId === undefined) throw new Error(`app-server thread/start gave no thread id: ${describe(thread.outcome)}`);
     observation.threadId = threadId;
 
     const step = async (name: string, method: string, params: Record<string, unknown>, marker?: string) => {
-      const outcome = await app.request(method, params, budget());
+      const outcome = await session.request(method, params);
       observation.steps.push({ name, method, params, outcome, marker });
     };
     const toolCall = (name: string, meta: unknown, target = SERVER) =>
@@ -384,17 +485,10 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
     await resourceRead('resource-read/object-meta', APP_INPUTS.resourceMeta);
 
     const turn = async (name: string, mode: TurnStep['mode'], sandboxPolicy?: Record<string, unknown>) => {
-      const before = model.requests.length;
-      const seen = app.notifications.length;
       const params: Record<string, unknown> = { threadId, input: [{ type: 'text', text: `Call the record tool (${name}).` }] };
       if (sandboxPolicy) params.sandboxPolicy = sandboxPolicy;
-      const start = await app.request('turn/start', params, budget());
-      const done = start.kind === 'result' ? await app.waitFor((n) => n.method === 'turn/completed', budget(), seen) : undefined;
-      const callIds = model.requests
-        .slice(before)
-        .map((r) => r.answered)
-        .filter((a) => a !== 'message');
-      observation.turns.push({ name, mode, sandboxPolicy, start, completed: Boolean(done), callIds });
+      const run = await session.turn(params, oneCall);
+      observation.turns.push({ name, mode, sandboxPolicy, ...run });
     };
     // Every turn after the first changes the policy: Codex 0.171.0 only sometimes sends the
     // previous policy's state after a change (CONTRACT.md HOST-2), so each change is one more chance.
@@ -406,22 +500,7 @@ export async function observeAppServer(options: DriveOptions): Promise<AppObserv
   } catch (error) {
     observation.problems.push((error as Error).message);
   } finally {
-    // Probed before the host goes away: its launcher may live in a dir that goes with it.
-    observation.launcherProbes = await probeLaunchers(readRecording(join(dirs.root, 'rec.jsonl')));
-    const diedEarly = client?.closed;
-    if (diedEarly) {
-      const died = `${options.host.display} app-server: ${diedEarly}: ${lastLines(client!.stderr)}`;
-      observation.hostFailed ??= died;
-      observation.problems.push(died);
-    }
-    await client?.close();
-    observation.stderr = client?.stderr ?? '';
-    await Promise.all([server?.stop(), plain?.stop()]);
-    await model.stop();
-    observation.records = readRecording(join(dirs.root, 'rec.jsonl'));
-    observation.plainRecords = readRecording(join(dirs.root, 'rec-plain.jsonl'));
-    removeRunDirs(dirs);
-    observation.durationMs = Date.now() - started;
+    await session.close();
   }
   return observation;
 }

@@ -3,9 +3,9 @@ import { isObject } from '../json.js';
 
 /**
  * A scripted model provider on loopback, speaking the subset of the OpenAI Responses API (over
- * SSE) that Codex uses (README.md, "Host mode"). It makes the host call one MCP
- * tool a fixed number of times per turn, one function call per response, then ends the turn with
- * a short assistant message. No network beyond 127.0.0.1, no credentials.
+ * SSE) that Codex uses (README.md, "Host mode"). Each turn follows a script: its responses in
+ * order, each with one or more function calls (several in one response are parallel calls), then
+ * a short assistant message that ends the turn. No network beyond 127.0.0.1, no credentials.
  */
 export interface ScriptedCall {
   /** The MCP server's name in the host's config: its tools reach the model as namespace `mcp__<server>`. */
@@ -14,8 +14,10 @@ export interface ScriptedCall {
 }
 
 export interface ScriptedModelOptions {
-  /** The function calls of every turn, in order, one per response, before the closing message. */
-  calls: ScriptedCall[];
+  /** The responses of every turn (until `script` sets another): each a list of function calls, before the closing message. */
+  responses?: ScriptedCall[][];
+  /** Shorthand for responses of one call each. */
+  calls?: ScriptedCall[];
   /** Wait this long before answering with a function call (a real model takes seconds). */
   thinkMs?: number;
 }
@@ -25,8 +27,8 @@ export interface ModelRequest {
   path: string;
   /** Namespaces and function names the host offered as tools. */
   offeredTools: string[];
-  /** What the model answered: a function call id, or 'message'. */
-  answered: string;
+  /** What the model answered: its function call ids, or 'message'. */
+  answered: string[] | 'message';
 }
 
 export const namespaceOf = (server: string): string => `mcp__${server}`;
@@ -44,6 +46,9 @@ function offeredTools(body: Record<string, unknown>): string[] {
   }
   return names;
 }
+
+/** The argument every scripted function call carries, by which its request is found at the recording server. */
+export const callNote = (callId: string): string => `model ${callId}`;
 
 /**
  * How many of this turn's function calls already have an output: the items after the last
@@ -72,8 +77,26 @@ export class ScriptedModel {
   private calls = 0;
   private responses = 0;
   readonly requests: ModelRequest[] = [];
+  private turnResponses: ScriptedCall[][];
 
-  constructor(private readonly options: ScriptedModelOptions) {}
+  constructor(private readonly options: ScriptedModelOptions) {
+    this.turnResponses = options.responses ?? (options.calls ?? []).map((call) => [call]);
+  }
+
+  /** The responses of the turns from now on. */
+  script(responses: ScriptedCall[][]): void {
+    this.turnResponses = responses;
+  }
+
+  /** The response due after `outputs` function call outputs this turn (undefined: the closing message). */
+  private dueAfter(outputs: number): ScriptedCall[] | undefined {
+    let seen = 0;
+    for (const response of this.turnResponses) {
+      if (seen === outputs) return response.length ? response : undefined;
+      seen += response.length;
+    }
+    return undefined;
+  }
 
   /** `http://127.0.0.1:PORT/v1`, for the host's `base_url`. */
   baseUrl = '';
@@ -121,33 +144,36 @@ export class ScriptedModel {
     }
     const offered = offeredTools(body);
     const responseId = `resp_${++this.responses}`;
-    const next = this.options.calls[outputsThisTurn(body)];
-    const wanted = next ? `${namespaceOf(next.server)}.${next.tool}` : undefined;
-    let item: Record<string, unknown>;
-    if (next && wanted && offered.includes(wanted)) {
-      const n = ++this.calls;
-      item = {
-        type: 'function_call',
-        id: `fc_${n}`,
-        call_id: `call_${n}`,
-        namespace: namespaceOf(next.server),
-        name: next.tool,
-        arguments: JSON.stringify({ note: `call ${n}` }),
-      };
+    const due = this.dueAfter(outputsThisTurn(body)) ?? [];
+    const missing = due.map((c) => `${namespaceOf(c.server)}.${c.tool}`).filter((wanted) => !offered.includes(wanted));
+    let items: Record<string, unknown>[];
+    if (due.length && missing.length === 0) {
+      items = due.map((call) => {
+        const n = ++this.calls;
+        return {
+          type: 'function_call',
+          id: `fc_${n}`,
+          call_id: `call_${n}`,
+          namespace: namespaceOf(call.server),
+          name: call.tool,
+          arguments: JSON.stringify({ note: callNote(`call_${n}`) }),
+        };
+      });
     } else {
       let text = 'done';
-      if (wanted) {
-        text = `the host did not offer ${wanted}; it offered: ${offered.join(', ') || 'nothing'}`;
+      if (missing.length) {
+        text = `the host did not offer ${missing.join(', ')}; it offered: ${offered.join(', ') || 'nothing'}`;
         this.problems.push(text);
       }
-      item = { type: 'message', role: 'assistant', id: `msg_${this.responses}`, content: [{ type: 'output_text', text }] };
+      items = [{ type: 'message', role: 'assistant', id: `msg_${this.responses}`, content: [{ type: 'output_text', text }] }];
     }
-    this.requests.push({ path, offeredTools: offered, answered: item.type === 'function_call' ? String(item.call_id) : 'message' });
-    if (item.type === 'function_call' && this.options.thinkMs) await new Promise((r) => setTimeout(r, this.options.thinkMs));
+    const calls = items.filter((i) => i.type === 'function_call');
+    this.requests.push({ path, offeredTools: offered, answered: calls.length ? calls.map((i) => String(i.call_id)) : 'message' });
+    if (calls.length && this.options.thinkMs) await new Promise((r) => setTimeout(r, this.options.thinkMs));
     const usage = { input_tokens: 1, input_tokens_details: null, output_tokens: 1, output_tokens_details: null, total_tokens: 2 };
     const events: [string, unknown][] = [
       ['response.created', { type: 'response.created', response: { id: responseId } }],
-      ['response.output_item.done', { type: 'response.output_item.done', output_index: 0, item }],
+      ...items.map((item, index): [string, unknown] => ['response.output_item.done', { type: 'response.output_item.done', output_index: index, item }]),
       ['response.completed', { type: 'response.completed', response: { id: responseId, usage } }],
     ];
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -1,7 +1,8 @@
 import type { Transport } from '../../harness/codex-wire.js';
 import { POLICY_CHANGES, observeAppServer, observeExec, type AppObservation, type ExecObservation, type HostTarget } from '../../harness/host-mode/drive.js';
 import type { TranscriptEntry } from '../../harness/transcript.js';
-import type { HostDriveContext, HostDriven, HostScenario, Verdict } from '../engine/model.js';
+import { fail, type HostDriveContext, type HostDriven, type HostScenario, type Verdict } from '../engine/model.js';
+import { explorationBoundMs, exploreHost, type HostExploration } from './explore.js';
 import { runSuite, type RunPlan, type RunReport } from '../engine/runner.js';
 import { hostChecks } from './checks.js';
 import { BOTH, type HostCheck, type HostObservations } from './host-check.js';
@@ -66,11 +67,15 @@ async function driveAndJudge(checks: HostCheck[], ctx: HostDriveContext): Promis
   const selected = checks.filter((c) => ctx.selected(c.id));
   const needs = (scenario: 'exec' | 'app-server') => selected.some((c) => c.scenario.includes(scenario));
   const observed: HostObservations = { transport, exec: emptyExec(transport), app: emptyApp(transport), policyChanges };
+  let exploration: HostExploration | undefined;
   await Promise.all([
     needs('exec') ? observeExec(options).then((o) => void (observed.exec = o)) : undefined,
     needs('app-server') ? observeAppServer(options).then((o) => void (observed.app = o)) : undefined,
+    host.explore && host.explore.runs > 0 ? exploreHost(options, host.explore).then((e) => void (exploration = e)) : undefined,
   ]);
   const transcript = [...transcriptOf(observed.exec, 'exec', started), ...transcriptOf(observed.app, 'app-server', started)];
+  if (exploration?.problem)
+    transcript.push({ t: Date.now() - started, dir: 'note', text: `exploration stopped after ${exploration.sequences} sequences: ${exploration.problem}` });
   // The host failed to start when a run of it failed and not one request reached a recording server.
   const hostFailed = observed.exec.hostFailed ?? observed.app.hostFailed;
   if (hostFailed && observed.exec.records.length === 0 && observed.app.records.length === 0) {
@@ -84,12 +89,28 @@ async function driveAndJudge(checks: HostCheck[], ctx: HostDriveContext): Promis
   const verdicts = new Map<string, Verdict>();
   for (const check of selected) {
     try {
-      verdicts.set(check.id, await check.judge(observed));
+      verdicts.set(check.id, withExploration(await check.judge(observed), check.id, exploration));
     } catch (error) {
       verdicts.set(check.id, { status: 'error', message: (error as Error).stack ?? String(error) });
     }
   }
   return { verdicts, transcript };
+}
+
+/** A check's verdict with what exploration found against it: a violation fails it, with the shrunk sequence that shows it. */
+function withExploration(verdict: Verdict, checkId: string, exploration: HostExploration | undefined): Verdict {
+  const found = exploration?.violations.filter((v) => v.check === checkId) ?? [];
+  const counterexample = exploration?.counterexample;
+  if (found.length === 0 || !counterexample) return verdict;
+  const story = `exploration: a sequence of ${counterexample.steps.length} step${counterexample.steps.length === 1 ? '' : 's'} broke it: ${found[0]!.message}`;
+  const more = found.slice(1, 6).map((v) => `! ${v.message}`);
+  if (verdict.status === 'fail') return { ...verdict, message: `${verdict.message}; ${story}`, diff: [...(verdict.diff ?? []), ...more], counterexample };
+  return fail(story, {
+    expected: found[0]!.expected ?? 'what CONTRACT.md §2/§4 says for this step',
+    actual: found[0]!.actual ?? found[0]!.message,
+    diff: more,
+    counterexample,
+  });
 }
 
 /** Host mode's scenarios, one per transport (a check is on the transports it is for). */
@@ -118,6 +139,8 @@ const HOST_SCENARIO_SLACK_MS = 30_000;
 /** Runs the host scenarios on the runner, as server mode runs its own: a RunReport for cli/results.ts. */
 export function runHostChecks(plan: HostPlan): Promise<RunReport> {
   const { jobs, select = () => true, onProgress, ...host } = plan;
+  // Exploration runs beside the fixed runs, and may outlast them.
+  const scenarioMs = Math.max(host.timeoutMs, explorationBoundMs(host.explore, host.timeoutMs)) + HOST_SCENARIO_SLACK_MS;
   return runSuite(
     {
       targets: {},
@@ -128,8 +151,8 @@ export function runHostChecks(plan: HostPlan): Promise<RunReport> {
       select,
       // Both budgets follow from one host run's (--timeout): a scenario's runs go side by side,
       // and the run lasts at most one scenario per transport, one after another.
-      scenarioTimeoutMs: host.timeoutMs + HOST_SCENARIO_SLACK_MS,
-      runTimeoutMs: host.transports.length * (host.timeoutMs + HOST_SCENARIO_SLACK_MS) + HOST_SCENARIO_SLACK_MS,
+      scenarioTimeoutMs: scenarioMs,
+      runTimeoutMs: host.transports.length * scenarioMs + HOST_SCENARIO_SLACK_MS,
       onProgress,
     },
     // Only the plan's transports: a transport left out is not checked (rather than "not applicable").

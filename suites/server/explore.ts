@@ -28,6 +28,7 @@ import {
   pass,
   type CheckDef,
   type Counterexample,
+  type CounterexampleStep,
   type ExploreOptions,
   type Scenario,
   type ScenarioContext,
@@ -289,20 +290,21 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   return ctx.transport === 'http' ? controlledPass(ctx, 'nothing ran over HTTP', note) : pass(note);
 }
 
+/** A failing sequence as the reports show it (host exploration's too): its replay token, how it was found, its story, what it broke. */
+export function counterexampleOf(
+  worker: { seed: number; path?: string; sequences: number; shrinks: number },
+  steps: CounterexampleStep[],
+  broken: Counterexample['broken'],
+): Counterexample {
+  const path = worker.path ?? '';
+  return { replay: `${worker.seed}:${path}`, seed: worker.seed, path, sequencesRun: worker.sequences, shrinks: worker.shrinks, steps, broken };
+}
+
 function failure(worker: WorkerResult, outcome: TrafficOutcome): Verdict {
   const steps = outcome.run.value?.story(outcome) ?? [];
-  const path = worker.path ?? '';
-  const counterexample: Counterexample = {
-    replay: `${worker.seed}:${path}`,
-    seed: worker.seed,
-    path,
-    sequencesRun: worker.sequences,
-    shrinks: worker.shrinks,
-    steps,
-    broken: outcome.violations.map((v) => ({ rule: v.check.rule, check: v.check.id, message: v.message })),
-  };
+  const broken = outcome.violations.map((v) => ({ rule: v.check.rule, check: v.check.id, message: v.message }));
   const lead = `a sequence of ${steps.length} step${steps.length === 1 ? '' : 's'} broke ${brokenRules(outcome.violations)}: `;
-  return violationsVerdict(outcome.violations, lead, { counterexample });
+  return violationsVerdict(outcome.violations, lead, { counterexample: counterexampleOf(worker, steps, broken) });
 }
 
 export const exploreScenario: Scenario = {
