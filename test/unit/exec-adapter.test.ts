@@ -227,7 +227,7 @@ describe('rendering', () => {
     // Nothing is set on a template that is not an object.
     expect(toolArguments({ tool: 't', arguments: '{{command}}' }, { argv: ['ls'] }, { extra: { x: 1 } }).arguments).toBe('ls');
   });
-  test('the header says what a tool is sent beyond its template: its optional properties and their values, a code tool\'s languages', () => {
+  test("the header says what a tool is sent beyond its template: its optional properties and their values, a code tool's languages", () => {
     const adapter: ExecAdapter = { tool: 'run', arguments: { command: '{{argv}}' }, source: 'detected' };
     const account = withShapes({ name: 'run', role: 'extra', adapter });
     expect(account.sent).toBeUndefined();
