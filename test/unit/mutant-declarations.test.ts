@@ -5,7 +5,7 @@ import { mutants, type Findings, type Transport } from '../../fixtures/servers/m
 import { packageRoot } from '../../harness/paths.js';
 import { allChecks, allScenarios, transportsOf } from '../../suites/index.js';
 import { residentScenario } from '../../suites/server/lifetime.js';
-import { matrix } from '../matrix-cases.js';
+import { casePlan, matrix } from '../matrix-cases.js';
 
 // What each mutant must find is declared with its defect (fixtures/servers/mutants.mjs); the
 // matrix is derived from those declarations. These checks need no server.
@@ -56,7 +56,13 @@ test('the matrix holds every mutant that declares findings, and runs only mutant
   expect(Object.entries(matrix).filter(([name, c]) => !((c.mutant ?? name) in mutants))).toEqual([]);
 });
 
-test('alsoRuns names only the areas the matrix leaves out, and only for a mutant in the matrix', () => {
-  const wrong = declared.filter(([, m]) => m.alsoRuns && (!(m.fails || m.warns) || m.alsoRuns.some((area) => area !== 'catalog' && area !== 'resources')));
+test('alsoRuns names only areas that exist, and only for a mutant in the matrix', () => {
+  const areas = new Set(allChecks.map((c) => c.id.split('/')[0]!));
+  const wrong = declared.filter(([, m]) => m.alsoRuns && (!(m.fails || m.warns) || m.alsoRuns.some((area) => !areas.has(area))));
   expect(wrong.map(([name]) => name)).toEqual([]);
+});
+
+test('every matrix case runs some checks: a case that runs none would assert nothing', () => {
+  const empty = Object.entries(matrix).filter(([name, c]) => !allChecks.some((check) => casePlan(name, c).variant.select!(check.id)));
+  expect(empty.map(([name]) => name)).toEqual([]);
 });
