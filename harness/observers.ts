@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixturesDir } from './paths.js';
 import { privateCodexHome } from './real-codex.js';
@@ -36,6 +36,8 @@ export interface ProbeRun {
 export interface Printed {
   stdout: string;
   stderr: string;
+  /** False when the launcher kept nothing of it: not a launch of a control (ScenarioObservers.keepingOutput), nor under --codex. */
+  kept?: boolean;
 }
 export interface TrapCall {
   trap: string;
@@ -135,6 +137,9 @@ export class ScenarioObservers {
     /** The private CODEX_HOME the real codex runs with (empty without a real Codex). */
     private readonly codexHome: string = '',
   ) {}
+
+  /** Controls in flight (keepingOutput). */
+  private keeping = 0;
 
   /** A second fake launcher at another path, same log: for "the launcher changed" scenarios. */
   secondLauncher(): Promise<string> {
@@ -291,10 +296,10 @@ export class ScenarioObservers {
     };
   }
 
-  /** The head of what a launch printed (empty when it printed nothing, or is not one of ours). */
+  /** The head of what a launch printed (empty when it printed nothing; not kept when the launcher kept nothing of it, or it is not one of ours). */
   async printed(launchId: string): Promise<Printed> {
-    const head = async (stream: 'stdout' | 'stderr') => {
-      if (!/^launch-[\w-]+$/.test(launchId)) return '';
+    const head = async (stream: 'stdout' | 'stderr'): Promise<string | undefined> => {
+      if (!/^launch-[\w-]+$/.test(launchId)) return undefined;
       try {
         const file = await open(join(this.logDir, `${launchId}.${stream}`), 'r');
         try {
@@ -305,11 +310,27 @@ export class ScenarioObservers {
           await file.close();
         }
       } catch {
-        return '';
+        return undefined;
       }
     };
     const [stdout, stderr] = await Promise.all([head('stdout'), head('stderr')]);
-    return { stdout, stderr };
+    return { stdout: stdout ?? '', stderr: stderr ?? '', kept: stdout !== undefined || stderr !== undefined };
+  }
+
+  /**
+   * Runs `send` (a control's call and its wait) with the launcher keeping what each launch prints
+   * (its keep-output marker in the log directory, there while any such call is in flight): a
+   * control that launched but never ran its command is then told by what its launch printed.
+   * Other launches keep nothing (two tees and two fifos each would double a launch's cost).
+   */
+  async keepingOutput<T>(send: () => Promise<T>): Promise<T> {
+    const marker = join(this.logDir, 'keep-output');
+    if (this.keeping++ === 0) await writeFile(marker, '');
+    try {
+      return await send();
+    } finally {
+      if (--this.keeping === 0) await rm(marker, { force: true });
+    }
   }
 
   async read(): Promise<Observations> {

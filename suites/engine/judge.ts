@@ -267,6 +267,7 @@ export function printedText(printed: Printed, dir?: string): string {
     const lines = text.trim().split('\n');
     return commandText((lines.length > 4 ? [...lines.slice(0, 3), '…', lines.at(-1)!] : lines).join('\n'), dir, 240);
   };
+  if (printed.kept === false) return "(not kept: the launcher keeps what a control's launches print)";
   const streams = (['stdout', 'stderr'] as const).filter((s) => printed[s].trim() !== '').map((s) => `${s} "${head(printed[s])}"`);
   return streams.length > 0 ? streams.join(', ') : 'nothing';
 }

@@ -92,7 +92,7 @@ export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, 
     for (const { label, probe } of await shaped(ctx.codexEntries())) refusals.push({ label: `over HTTP (${label})`, probe });
     return { adapter, refusals, shaped: [] };
   }
-  const control = await call(ctx.codexEntries());
+  const control = await ctx.observers.keepingOutput(() => call(ctx.codexEntries()));
   const refusals = [];
   for (const variant of full ? [WITHOUT_LAUNCHER, RELATIVE_LAUNCHER] : [WITHOUT_LAUNCHER])
     refusals.push({ label: variant.label, probe: await call(variant.entries(ctx)) });
@@ -111,8 +111,11 @@ const accepted = (probe: ExecProbe | undefined): boolean => probe?.outcome.kind 
  * everything Codex sends, judged as the primary's is. That tool's refusals over HTTP rest on it.
  */
 export async function toolControl(ctx: IsolatedContext, adapter: ExecAdapter): Promise<ControlFacts> {
-  const probe = await probeTool(ctx, adapter, everyExecTool.id, ctx.codexEntries());
-  if (accepted(probe)) await awaitProbeRuns(ctx, [probe.nonce], ACCEPTED_RUN_WAIT_MS);
+  const probe = await ctx.observers.keepingOutput(async () => {
+    const sent = await probeTool(ctx, adapter, everyExecTool.id, ctx.codexEntries());
+    if (accepted(sent)) await awaitProbeRuns(ctx, [sent.nonce], ACCEPTED_RUN_WAIT_MS);
+    return sent;
+  });
   return controlFacts(probe, await ctx.observe(), ctx.observers, adapter.tool);
 }
 
@@ -138,7 +141,7 @@ export async function driveChoices(ctx: IsolatedContext, adapter: ExecAdapter, c
       const call = async (entries: SandboxEntries) => (await grammarProbe(ctx, undefined, entries, { adapter, check, ...choice.values })).probe;
       if (ctx.transport === 'http')
         return { adapter, choice: choice.label, refusals: [{ label: 'over HTTP', probe: await call(ctx.codexEntries()) }], shaped: [] };
-      const control = await call(ctx.codexEntries());
+      const control = await ctx.observers.keepingOutput(() => call(ctx.codexEntries()));
       return {
         adapter,
         choice: choice.label,

@@ -184,9 +184,12 @@ export const codexCallScenario: Scenario = {
   transports: ['stdio'],
   isControl: true,
   run: async (ctx) => {
-    const probe = await ctx.execProbe(ctx.codexEntries());
-    // A tool that answers before its command has run (a session, a started process): the control waits for the probe's record.
-    if (probe.outcome.kind === 'result' && !isRefusal(probe.outcome)) await awaitProbeRuns(ctx, [probe.nonce]);
+    const probe = await ctx.observers.keepingOutput(async () => {
+      const sent = await ctx.execProbe(ctx.codexEntries());
+      // A tool that answers before its command has run (a session, a started process): the control waits for the probe's record.
+      if (sent.outcome.kind === 'result' && !isRefusal(sent.outcome)) await awaitProbeRuns(ctx, [sent.nonce]);
+      return sent;
+    });
     const observations = await ctx.observe();
     const facts = await controlFacts(probe, observations, ctx.observers, ctx.exec?.tool ?? '');
     await publishWithToolControls(ctx, facts);

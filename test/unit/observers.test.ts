@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
@@ -24,22 +24,30 @@ test('the launcher keeps the head of what a launch printed, passing it all throu
   try {
     const observers = await ScenarioObservers.create(dir);
     const script = 'echo out; echo "SyntaxError: invalid syntax" >&2; head -c 9000 /dev/zero | tr "\\0" x; exit 3';
-    const done = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = execFile(observers.launcherPath, ['sandbox', '--sandbox-state-json', '{}', '--', '/bin/sh', '-c', script], (error, stdout) =>
-        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout }),
-      );
-      child.stdin?.end();
-    });
+    const launch = () =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = execFile(observers.launcherPath, ['sandbox', '--sandbox-state-json', '{}', '--', '/bin/sh', '-c', script], (error, stdout) =>
+          resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stdout }),
+        );
+        child.stdin?.end();
+      });
+    // Outside a control's call the launcher keeps nothing, and says so.
+    const unkept = await launch();
+    expect([unkept.code, unkept.stdout.length]).toEqual([3, 'out\n'.length + 9000]);
+    const [first] = (await observers.read()).launches;
+    expect(await observers.printed(first!.id)).toEqual({ stdout: '', stderr: '', kept: false });
+    const done = await observers.keepingOutput(launch);
     expect(done.code).toBe(3);
     expect(done.stdout.length).toBe('out\n'.length + 9000);
-    const { launches } = await observers.read();
+    expect(readdirSync(join(observers.logDir)).filter((name) => name === 'keep-output')).toEqual([]);
+    const launches = (await observers.read()).launches.filter((l) => l.id !== first!.id);
     expect(launches).toHaveLength(1);
     const printed = await observers.printed(launches[0]!.id);
     expect(printed.stderr).toBe('SyntaxError: invalid syntax\n');
     expect(printed.stdout.startsWith('out\nxxx')).toBe(true);
     // Bounded: the launcher keeps at most 4 KB a stream, the suite reads at most 2 KB.
     expect(printed.stdout.length).toBeLessThanOrEqual(2048);
-    expect(await observers.printed('../../etc/passwd')).toEqual({ stdout: '', stderr: '' });
+    expect(await observers.printed('../../etc/passwd')).toEqual({ stdout: '', stderr: '', kept: false });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
