@@ -45,6 +45,8 @@ export const SLOW_FORMS = ['slow: works first', 'slow: streams output'] as const
 export type CommandForm = (typeof FORMS)[number] | (typeof SLOW_FORMS)[number];
 /** How long a slow command works before it runs the probe: past any watchdog of a second or two. */
 export const SLOW_COMMAND_MS = 2_500;
+/** How often the streaming slow command prints a line: steadier than any watchdog on silence. */
+export const STREAMED_LINE_MS = 250;
 
 /** Target sizes of the whole command (its argv's bytes, or its script's): a form's own size, then padded. */
 export const SIZES = { '100 B': 0, '1 KB': 1_200, '8 KB': 9_000, '100 KB': 100_000 } as const;
@@ -191,14 +193,13 @@ function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[];
       return direct([kit.echo, '', n, '', 'after empty', '']);
     case 'argv: spaces and newlines':
       return direct([kit.echo, n, 'two  spaces', ' leading', 'trailing ', 'line one\nline two', '\ttab', ' ']);
-    case 'slow: works first': {
-      const steps = SLOW_COMMAND_MS / 500;
-      return { script: `i=0; while [ "$i" -lt ${steps} ]; do sleep 0.5; i=$((i + 1)); done; ${q(kit.git)} status --short ${n}` };
-    }
+    case 'slow: works first':
+      // One sleep: a fork per half second would cost more than the command proves.
+      return { script: `sleep ${SLOW_COMMAND_MS / 1000}; ${q(kit.git)} status --short ${n}` };
     case 'slow: streams output': {
-      const lines = SLOW_COMMAND_MS / 100;
+      const lines = SLOW_COMMAND_MS / STREAMED_LINE_MS;
       return {
-        script: `i=0; while [ "$i" -lt ${lines} ]; do printf 'build step %s of ${lines}\n' "$i"; sleep 0.1; i=$((i + 1)); done; ${q(kit.echo)} ${n} built`,
+        script: `i=0; while [ "$i" -lt ${lines} ]; do printf 'build step %s of ${lines}\n' "$i"; sleep ${STREAMED_LINE_MS / 1000}; i=$((i + 1)); done; ${q(kit.echo)} ${n} built`,
       };
     }
   }
