@@ -2,6 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { afterAll, describe, expect, test } from 'vitest';
 import { codeToolOf, interpreterOn, languageNamed, LANGUAGES, languagesMentioned } from '../../harness/languages.js';
 
@@ -16,20 +17,37 @@ chmodSync(recorder, 0o755);
 // Everything a language's literal syntax could trip on: quotes, escapes, interpolation, newlines, non-ASCII.
 const awkward = [`it's "quoted"`, 'back\\slash \\n', '$HOME #{x} @list ${y} `z`', 'line one\nline two', 'héllo 日本語 🚀', ''];
 
+/** TypeScript without a runner here: its program compiled by the project's own TypeScript, run by node (what tsx or ts-node do). */
+const typescriptByNode = (program: string): string[] => [
+  process.execPath,
+  '-e',
+  ts.transpileModule(program, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 }, reportDiagnostics: false }).outputText,
+];
+
 describe.each(LANGUAGES.map((language) => [language.label, language] as const))('%s', (_label, language) => {
   const interpreter = interpreterOn(language, process.env.PATH);
-  const runs = (program: string) => {
-    // As a code tool runs it: `-c`/`-e` for most, a file for PHP (whose programs have no open tag: -r).
-    const flag = { python: '-c', javascript: '-e', typescript: '-e', ruby: '-e', perl: '-e', php: '-r', shell: '-c' }[language.id];
-    return spawnSync(interpreter!, [flag, program], { encoding: 'utf8' });
-  };
-  test.skipIf(!interpreter)('its program runs the command with its argv intact and exits with its status', () => {
-    for (const status of ['0', '3']) {
-      const run = runs(language.program([recorder, status, ...awkward]));
-      expect(run.status, run.stderr).toBe(Number(status));
-      expect(readFileSync(join(scratch, 'argv'), 'utf8')).toBe([status, ...awkward].map((a) => `${a}\n`).join(''));
-    }
-  });
+  // As a code tool runs it: `-c`/`-e` for most, `-r` for PHP (whose programs have no open tag).
+  const flag = { python: '-c', javascript: '-e', typescript: '-e', ruby: '-e', perl: '-e', php: '-r', shell: '-c' }[language.id];
+  const command = (program: string): string[] | undefined =>
+    interpreter ? [interpreter, flag, program] : language.id === 'typescript' ? typescriptByNode(program) : undefined;
+  const runnable = command('') !== undefined;
+  if (runnable)
+    test('its program runs the command with its argv intact and exits with its status', () => {
+      for (const status of ['0', '3']) {
+        const [file, ...args] = command(language.program([recorder, status, ...awkward]))!;
+        const run = spawnSync(file!, args, { encoding: 'utf8' });
+        expect(run.status, run.stderr).toBe(Number(status));
+        expect(readFileSync(join(scratch, 'argv'), 'utf8')).toBe([status, ...awkward].map((a) => `${a}\n`).join(''));
+      }
+    });
+  else
+    // No interpreter here and none in the project's packages: a code tool offering it gets no
+    // program (could not run for that language, said in the header), never an untested one judged.
+    test('not on this machine: a code tool offering it gets no program, and the header says so', () => {
+      const found = codeToolOf({ name: `run_${language.id}`, inputSchema: { type: 'object', properties: { code: { type: 'string' } } } }, process.env.PATH);
+      expect(found?.languages).toEqual([]);
+      expect(found?.missing).toEqual([language.label]);
+    });
 });
 
 test('this machine runs the programs of at least Python, JavaScript and shell (the languages most code tools take)', () => {
