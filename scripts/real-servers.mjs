@@ -94,6 +94,9 @@ function mismatches(expected, actual) {
     if (JSON.stringify(expected[key]) !== JSON.stringify(actual[key]))
       out.push(`${key}: expected ${JSON.stringify(expected[key])}, got ${JSON.stringify(actual[key])}`);
   }
+  // Where which further checks fail varies from run to run, those that fail in every run.
+  const missing = (expected.failingIncludes ?? []).filter((id) => !actual.failing.includes(id));
+  if (missing.length) out.push(`failing: expected to include ${JSON.stringify(missing)}, got ${JSON.stringify(actual.failing)}`);
   return out;
 }
 
