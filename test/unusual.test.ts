@@ -67,6 +67,9 @@ const variants: Record<string, Variant> = {
   'code-tools': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
   // A shell tool shaped like Codex's own, every optional property conforming (a permission request changes nothing).
   'codex-shell': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // Session pairs no adapter names (ids as "session:<id>" text, and as plain numbers): detected, driven, and conforming.
+  'session-pair': { http: true, mustPass: [...CORE, ...HTTP, 'authority/session-state-change', 'authority/session-launcher-change'] },
+  'session-pair-numbers': { http: false, mustPass: [...CORE, 'authority/session-state-change', 'authority/session-launcher-change'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
