@@ -39,6 +39,7 @@ const CORE = [
   'explore/sequences-hold-contract',
 ];
 const HTTP = ['transport/http-fails-closed', 'transport/http-ignores-launcher'];
+const SESSION_CHECKS = ['authority/session-state-change', 'authority/session-launcher-change'];
 
 interface Variant {
   http: boolean;
@@ -70,8 +71,9 @@ const variants: Record<string, Variant> = {
   // A shell tool shaped like Codex's own, every optional property conforming (a permission request changes nothing).
   'codex-shell': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
   // Session pairs no adapter names (ids as "session:<id>" text, and as plain numbers): detected, driven, and conforming.
-  'session-pair': { http: true, mustPass: [...CORE, ...HTTP, 'authority/session-state-change', 'authority/session-launcher-change'] },
-  'session-pair-numbers': { http: false, mustPass: [...CORE, 'authority/session-state-change', 'authority/session-launcher-change'] },
+  // execution/every-exec-tool sends to shell_send through its pair: with everything Codex sends, without a launcher, with a relative one.
+  'session-pair': { http: true, mustPass: [...CORE, ...HTTP, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
+  'session-pair-numbers': { http: false, mustPass: [...CORE, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
@@ -119,7 +121,7 @@ test('session-pair with --exec-tool run_shell: exit 0, the pair in the header an
   expect(validate(JSON.parse(stdout)), JSON.stringify(validate.errors)).toBe(true);
   const report = JSON.parse(stdout) as { sessions: { detected: { idProperty: string } }[]; checks: { id: string; status: string }[] };
   expect(report.sessions).toMatchObject([{ open: { tool: 'shell_open' }, send: { tool: 'shell_send' }, detected: { idProperty: 'session' } }]);
-  const sessionChecks = report.checks.filter((c) => c.id.startsWith('authority/session-'));
-  expect(sessionChecks.map((c) => c.status)).toEqual(['pass', 'pass']);
+  const status = (id: string) => report.checks.filter((c) => c.id === id).map((c) => c.status);
+  for (const id of [...SESSION_CHECKS, 'execution/every-exec-tool']) expect(status(id), id).toEqual(['pass']);
   expect(lastLine(stderr)).toMatch(/ passed, 0 failed/);
 });
