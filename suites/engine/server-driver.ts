@@ -163,7 +163,7 @@ const toolChoices = (plan: RunPlan, sessionSends: ReadonlyMap<string, string>): 
 };
 
 const NO_SESSION_PAIR =
-  'needs a session adapter: the server lists no pair of tools that opens a session (shell, terminal, process) and sends it commands by its id';
+  'needs a session adapter: the server lists no pair of tools that opens a session (shell, terminal, process) and sends it commands by its id (or the operator left one of them out by name)';
 
 /**
  * The session adapters the session checks use: the operator's (when the tool filter lets the suite
@@ -172,10 +172,17 @@ const NO_SESSION_PAIR =
  */
 function sessionsOf(plan: RunPlan, tools: readonly Record<string, unknown>[]): { adapters: SessionAdapter[]; sends: Map<string, string> } {
   const detected = detectSessionPairs(tools, plan.tools);
+  // A tool the operator left out by name leaves its pair out (its send tool is still never driven alone).
+  const skipped = (pair: SessionAdapter) => [pair.open.tool, pair.send.tool].find((tool) => plan.skipTools?.includes(tool));
   const given = plan.session !== undefined;
-  const how = given ? "the session checks use the operator's session adapter instead" : 'the AUTH-2 session checks drive it through that pair';
-  const sends = new Map(detected.map((pair) => [pair.send.tool, `sends commands to a session "${pair.open.tool}" opens, so never alone: ${how}`]));
-  return { adapters: given ? (sessionAllowed(plan) ? [plan.session!] : []) : detected, sends };
+  const how = (pair: SessionAdapter) =>
+    given
+      ? "the session checks use the operator's session adapter instead"
+      : skipped(pair)
+        ? `its pair is left out, since the operator left out "${skipped(pair)}" by name`
+        : 'the AUTH-2 session checks and execution/every-exec-tool drive it through that pair';
+  const sends = new Map(detected.map((pair) => [pair.send.tool, `sends commands to a session "${pair.open.tool}" opens, so never alone: ${how(pair)}`]));
+  return { adapters: given ? (sessionAllowed(plan) ? [plan.session!] : []) : detected.filter((pair) => !skipped(pair)), sends };
 }
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
