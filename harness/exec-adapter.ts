@@ -393,7 +393,7 @@ const textBlocks = (result: unknown): string[] =>
 /** Names a session id goes by in an open result, after the send tool's own id property. */
 export const SESSION_ID_NAMES = ['sessionId', 'session_id', 'session', 'terminal_id', 'terminalId', 'process_id', 'processId', 'pid', 'id'] as const;
 /** "session: abc", "Session ID = 12", "terminal_id: t-3", "pid=1234", "PID 1234": the id after a word that names it. */
-const NAMED_ID = /\b(?:session|terminal|process|pid|id)(?:[ _-]?id)?\s*[:=#]\s*([A-Za-z0-9][\w.:-]*[\w])|\b(?:pid|process)\s+(\d+)\b/i;
+const NAMED_ID = /\b(?:session|terminal|process|pid|id)(?:[ _-]?id)?\s*[:=#]\s*([A-Za-z0-9](?:[\w.:-]*\w)?)|\b(?:pid|process)\s+(\d+)\b/i;
 
 /**
  * The session id in a session's open result. With a path, what is there (a string or a number);

@@ -131,7 +131,10 @@ export async function driveSessionPair(ctx: ScenarioContext, pair: SessionAdapte
   const control = await send(ctx.codexEntries());
   const refusals = [];
   for (const variant of [WITHOUT_LAUNCHER, RELATIVE_LAUNCHER]) refusals.push({ label: variant.label, probe: await send(variant.entries(ctx)) });
-  return { adapter, control, refusals, shaped: [] };
+  // Refused with the session's own authority: most likely the id was misread (whatever ran is still the monitor's).
+  if (!isRefusal(control.outcome)) return { adapter, control, refusals, shaped: [] };
+  const unresolved = `${pair.send.tool}: it refused session id ${JSON.stringify(id)}, read from what ${pair.open.tool} returned (${JSON.stringify(summarizeOutcome(opened)).slice(0, 300)}), with everything Codex sends (${JSON.stringify(summarizeOutcome(control.outcome)).slice(0, 200)})`;
+  return { adapter, control, refusals, shaped: [], unresolved };
 }
 
 /** The probe, sent to `adapter`'s tool with these entries. The tool's name goes with the command's form, so that every finding about the call names the tool. */
@@ -192,7 +195,9 @@ const CHOICES_AT_ONCE = 4;
 
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
 type ToolVerdict =
-  { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok'; ran: string };
+  | { kind: 'fail'; verdict: Verdict & { status: 'fail' } }
+  | { kind: 'not-driven'; why: string; rejected: boolean; session?: boolean }
+  | { kind: 'ok'; ran: string };
 
 /** The control with full authority: fine when it ran inside a launch; else a failure or why the tool was not driven. */
 async function judgeControl(
@@ -239,7 +244,7 @@ export async function judgeToolCalls(
   primary: Promise<ControlFacts>,
 ): Promise<ToolVerdict> {
   const tool = calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool;
-  if (calls.unresolved) return { kind: 'not-driven', why: calls.unresolved, rejected: false };
+  if (calls.unresolved) return { kind: 'not-driven', why: calls.unresolved, rejected: false, session: true };
   const control = calls.control ? await judgeControl(tool, calls.control, observations, observers) : undefined;
   const facts = control ? Promise.resolve(control.facts) : ownControl(primary, calls.adapter.tool);
   for (const { label, probe } of calls.refusals) {
@@ -271,7 +276,7 @@ export function verdictOverTools(judged: { tool: string; verdict: ToolVerdict }[
   if (fails.length > 0) return violationsVerdict(fails, '', { listed: fails.length });
   const notDriven = judged.flatMap(({ verdict }) => (verdict.kind === 'not-driven' ? [verdict] : []));
   if (notDriven.length > 0) {
-    const hint = notDriven.some((v) => v.rejected) ? 'exec-adapter' : undefined;
+    const hint = notDriven.some((v) => v.rejected) ? 'exec-adapter' : notDriven.some((v) => v.session) ? 'session-adapter' : undefined;
     return couldNotRun(
       `${notDriven.length} of ${judged.length} other exec tools could not be driven: ${notDriven.map((v) => v.why).join('; ')}`,
       undefined,

@@ -363,5 +363,7 @@ describe('readSessionId', () => {
     expect(readSessionId(text('Started process with PID 1234, waiting for input'))).toBe('1234');
     expect(readSessionId(text('terminal_id: t-7.'))).toBe('t-7');
     expect(readSessionId(text('1002'))).toBe('1002');
+    expect(readSessionId(text('opened session: 5'))).toBe('5');
+    expect(readSessionId(text('no id here, sorry'))).toBe('no id here, sorry');
   });
 });
