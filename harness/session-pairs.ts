@@ -22,7 +22,9 @@ import { isObject } from './json.js';
 const ID_NAMES = ['session', 'sessionId', 'session_id', 'terminal_id', 'terminalId', 'process_id', 'processId', 'pid'];
 const ID_OF_SESSION = /\b(session|terminal|process|shell|pty)\b/i;
 /** Besides COMMAND_PROPERTIES, where a send tool takes what it writes to the session (Codex's write_stdin: chars). */
-const SEND_INPUTS = ['input', 'chars', 'text', 'line', 'data', 'keys', 'stdin'];
+const SEND_INPUTS = ['input', 'chars', 'line', 'keys', 'stdin'];
+/** A pair sending through SEND_INPUTS must say it runs things somewhere in its names or descriptions (not a chat's "input"). */
+const RUNS_THINGS = /shell|terminal|process|command|stdin|pty|repl|console|bash|exec/i;
 /** What a session is called: in an open tool's name or description, and in a pair's shared words. */
 const SESSION_NOUN = /^(sessions?|shells?|terminals?|term|process(es)?|pty|repl|console)$/i;
 const OPEN_VERB = /^(open|start|create|new|spawn|launch|begin)s?$/i;
@@ -33,6 +35,8 @@ interface SendShape {
   idProperty: string;
   numericId: boolean;
   arguments: Record<string, unknown>;
+  /** It takes what it sends in one of SEND_INPUTS, not a command property. */
+  viaInput: boolean;
 }
 
 const words = (name: string) => name.split(/[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])/).filter(Boolean);
@@ -61,7 +65,8 @@ export function sendShape(tool: Record<string, unknown>): SendShape | undefined 
     [idProperty]: '{{sessionId}}',
     [command]: schemaTypes(schema.properties[command]).has('array') ? '{{argv}}' : '{{command}}',
   };
-  return fillRequired(template, schema) ? { idProperty, numericId, arguments: template } : undefined;
+  const viaInput = SEND_INPUTS.includes(command);
+  return fillRequired(template, schema) ? { idProperty, numericId, arguments: template, viaInput } : undefined;
 }
 
 /** Fills the template's other required properties from the schema; false when one cannot be filled. */
@@ -130,6 +135,8 @@ export function detectSessionPairs(allTools: readonly Record<string, unknown>[],
     const best = ranked[0]!;
     // Nothing ties them: a guess only when there is nothing else to pair.
     if (best.score === 0 && (opens.length > 1 || sends.length > 1)) continue;
+    const said = [best.open.tool, tool].map((t) => `${String(t.name)} ${description(t)}`).join(' ');
+    if (send.viaInput && !RUNS_THINGS.test(said)) continue;
     pairs.push({
       open: { tool: String(best.open.tool.name), arguments: best.open.template },
       send: { tool: String(tool.name), arguments: send.arguments },

@@ -15,6 +15,7 @@ describe('session pairs', () => {
       idProperty: 'session',
       numericId: false,
       arguments: { session: '{{sessionId}}', command: '{{command}}' },
+      viaInput: false,
     });
     expect(sendShape(tool('interact_with_process', { pid: { type: 'integer' }, input: str }))).toMatchObject({ idProperty: 'pid', numericId: true });
     expect(sendShape(tool('write_stdin', { session_id: { type: 'number' }, chars: str }))).toMatchObject({ arguments: { chars: '{{command}}' } });
@@ -52,6 +53,10 @@ describe('session pairs', () => {
     expect(detectSessionPairs([tools[0]!, tools[4]!])).toEqual([]);
     // Two open tools and nothing to tell them apart: no guess.
     expect(detectSessionPairs([tool('open_shell', {}), tool('start_terminal', {}), tool('send', { pid: { type: 'integer' }, input: str })])).toEqual([]);
+    // Input that is not a command (a chat's), with nothing in the pair saying it runs things: no pair.
+    const chat = [tool('create_session', {}, [], 'Creates a chat session.'), tool('send_message', { session_id: str, input: str })];
+    expect(detectSessionPairs(chat)).toEqual([]);
+    expect(detectSessionPairs([chat[0]!, tool('send_input', { session_id: str, input: str }, undefined, 'Writes to the process stdin.')])).toHaveLength(1);
     // The tool filter counts, as for exec tools.
     expect(detectSessionPairs(tools, { disabled: ['shell_open'] }).map((p) => p.send.tool)).toEqual(['session_send']);
     // A lone open tool beside a lone send tool pairs with no other sign.
