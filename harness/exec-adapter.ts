@@ -38,7 +38,7 @@ const RUNS_SOMETHING = /\b(runs?|execut(?:e|es|ing)|starts?|launch(?:es)?|spawns
 const TIMEOUT_NAME = /time_?out|time_?limit|deadline/i;
 
 /** The JSON types a property schema accepts: its `type` (one or a list) and those of its anyOf/oneOf members. */
-function schemaTypes(schema: unknown): Set<string> {
+export function schemaTypes(schema: unknown): Set<string> {
   const types = new Set<string>();
   if (!isObject(schema)) return types;
   for (const type of Array.isArray(schema.type) ? schema.type : [schema.type]) if (typeof type === 'string') types.add(type);
@@ -49,17 +49,17 @@ function schemaTypes(schema: unknown): Set<string> {
   return types;
 }
 
-const takesCommand = (schema: unknown) => {
+export const takesCommand = (schema: unknown): boolean => {
   const types = schemaTypes(schema);
   return types.has('array') || types.has('string');
 };
 
-interface ToolSchema {
+export interface ToolSchema {
   properties: Record<string, unknown>;
   required: string[];
 }
 
-function toolSchema(tool: Record<string, unknown>): ToolSchema {
+export function toolSchema(tool: Record<string, unknown>): ToolSchema {
   const schema = isObject(tool.inputSchema) ? tool.inputSchema : {};
   return {
     properties: isObject(schema.properties) ? schema.properties : {},
@@ -265,6 +265,8 @@ export interface ToolChoices {
   skip?: readonly string[];
   /** The PATH the server runs with: a code tool's languages are those whose interpreter is on it. */
   path?: string;
+  /** Send tools of session pairs (harness/session-pairs.ts), each with why it is not driven alone: a command needs its session. */
+  sessionSends?: ReadonlyMap<string, string>;
 }
 
 export const SKIPPED_BY_OPERATOR = 'left out by the operator, by name';
@@ -274,9 +276,10 @@ export const SKIPPED_BY_OPERATOR = 'left out by the operator, by name';
  * they said (the first is the primary); detection still runs over every other allowed tool, in
  * listing order, since naming how to call one tool says nothing about the others, and a model calls
  * them all. Annotations keep no tool out (MCP's defaults call any tool destructive and open-world):
- * only a name in `skip` does, and its account says so. Every listed tool gets an account.
+ * only a name in `skip` does, and its account says so; a session pair's send tool is driven through
+ * its pair instead (`sessionSends`). Every listed tool gets an account.
  */
-export function resolveExecTools(allTools: Record<string, unknown>[], { configured = [], filter, skip = [], path }: ToolChoices = {}): ExecTools {
+export function resolveExecTools(allTools: Record<string, unknown>[], { configured = [], filter, skip = [], path, sessionSends }: ToolChoices = {}): ExecTools {
   const tools = allTools.filter((t) => toolAllowed(filter, t.name));
   const adapters: ExecAdapter[] = [];
   const accounts = new Map<string, ToolAccount>();
@@ -291,7 +294,12 @@ export function resolveExecTools(allTools: Record<string, unknown>[], { configur
   for (const tool of allTools) {
     const name = typeof tool.name === 'string' ? tool.name : undefined;
     if (name === undefined || accounts.has(name) || adapters.some((a) => a.tool === name)) continue;
-    const account = skip.includes(name) ? { name, why: SKIPPED_BY_OPERATOR, skipped: true } : accountOf(tool, name, filter, path);
+    const inSession = sessionSends?.get(name);
+    const account = skip.includes(name)
+      ? { name, why: SKIPPED_BY_OPERATOR, skipped: true }
+      : inSession !== undefined
+        ? { name, why: inSession }
+        : accountOf(tool, name, filter, path);
     if ('tool' in account) adapters.push(account);
     else accounts.set(name, account);
   }
@@ -354,6 +362,18 @@ export interface SessionAdapter {
   send: { tool: string; arguments: unknown };
   /** A dotted path into the open result, e.g. "structuredContent.sessionId" or "content.0.text"; default: see readSessionId. */
   sessionId?: string;
+  /** Detected from tools/list (harness/session-pairs.ts) rather than given by the operator. */
+  detected?: DetectedPair;
+}
+
+/** What detection found out about a session pair: the send tool's id property, and how the id is read. */
+export interface DetectedPair {
+  /** The send tool's id property (session, sessionId, terminal_id, pid…): also the first name looked for in the open result. */
+  idProperty: string;
+  /** The id property takes a number (a pid): the id read is sent as one. */
+  numericId: boolean;
+  /** How the id is read from the open result, in words (the report header). */
+  reads: string;
 }
 
 /** Reads a dotted path (object keys, array indexes) out of a value; no path reads nothing. */
@@ -370,16 +390,24 @@ const textBlocks = (result: unknown): string[] =>
     ? result.content.filter((b): b is Record<string, unknown> => isObject(b) && b.type === 'text' && typeof b.text === 'string').map((b) => b.text as string)
     : [];
 
+/** Names a session id goes by in an open result, after the send tool's own id property. */
+export const SESSION_ID_NAMES = ['sessionId', 'session_id', 'session', 'terminal_id', 'terminalId', 'process_id', 'processId', 'pid', 'id'] as const;
+/** "session: abc", "Session ID = 12", "terminal_id: t-3", "pid=1234", "PID 1234": the id after a word that names it. */
+const NAMED_ID = /\b(?:session|terminal|process|pid|id)(?:[ _-]?id)?\s*[:=#]\s*([A-Za-z0-9](?:[\w.:-]*\w)?)|\b(?:pid|process)\s+(\d+)\b/i;
+
 /**
  * The session id in a session's open result. With a path, what is there (a string or a number);
- * without one, structuredContent.sessionId, else the only text block (or its "sessionId" when that
- * text is a JSON object).
+ * without one, the first of `names` (then SESSION_ID_NAMES) in structuredContent; else, of the only
+ * text block: that name in a JSON object, the id after a word naming it ("session: abc", "pid
+ * 1234"), or the whole text (a bare id or number).
  */
-export function readSessionId(openResult: unknown, path?: string): string | undefined {
+export function readSessionId(openResult: unknown, path?: string, names: readonly string[] = []): string | undefined {
   const asId = (value: unknown) => (typeof value === 'string' || typeof value === 'number' ? String(value) : undefined);
   if (path !== undefined) return asId(readPath(openResult, path));
+  const keys = [...new Set([...names, ...SESSION_ID_NAMES])];
+  const named = (object: Record<string, unknown>) => keys.map((key) => asId(object[key])).find((id) => id !== undefined && id !== '');
   const structured = isObject(openResult) ? openResult.structuredContent : undefined;
-  const fromStructured = isObject(structured) ? asId(structured.sessionId) : undefined;
+  const fromStructured = isObject(structured) ? named(structured) : undefined;
   if (fromStructured !== undefined) return fromStructured;
   const texts = textBlocks(openResult);
   if (texts.length !== 1) return undefined;
@@ -387,11 +415,13 @@ export function readSessionId(openResult: unknown, path?: string): string | unde
   if (text.startsWith('{')) {
     try {
       const parsed: unknown = JSON.parse(text);
-      if (isObject(parsed)) return asId(parsed.sessionId);
+      if (isObject(parsed)) return named(parsed);
     } catch {
       /* not JSON: the text is the id */
     }
   }
+  const match = NAMED_ID.exec(text);
+  if (match) return match[1] ?? match[2];
   return text === '' ? undefined : text;
 }
 

@@ -35,18 +35,20 @@ export interface PlanVariant {
   select?: (checkId: string) => boolean;
   /** The exec tools the operator names (--exec-tool, "exec"): default none, every tool detected. */
   exec?: ConfiguredExec[];
+  /** false: no session adapter (the session checks drive the pairs detected in the tool list); default the reference's. */
+  session?: false;
 }
 
 /** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
 export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}): RunPlan {
-  const { http = true, env = {}, jobs = 2, select = () => true, exec } = variant;
+  const { http = true, env = {}, jobs = 2, select = () => true, exec, session } = variant;
   const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
     targets: {
       stdio: { kind: 'stdio', command: process.execPath, args, environment: codexServerEnvironment(process.env, { env }) },
       http: http ? { kind: 'http-command', command: httpCommand, path: '/mcp', environment: userServerEnvironment(process.env, env) } : undefined,
     },
-    session: referenceSession,
+    ...(session === false ? {} : { session: referenceSession }),
     ...(exec ? { exec } : {}),
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, ...overrides },
     jobs,

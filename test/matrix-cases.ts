@@ -133,7 +133,7 @@ export function casePlan(name: string, expected: Case): { args: string[]; option
     // The resident server (its calls over the whole run, with idle gaps) only for the mutants whose
     // defect waits for a count of calls or for time (`resident: true`).
     options: { resident: declared.resident === true, ...expected.options },
-    variant: { http: expected.http, select, ...expected.variant },
+    variant: { http: expected.http, select, ...(declared.noSessionAdapter ? { session: false as const } : {}), ...expected.variant },
   };
 }
 

@@ -7,6 +7,8 @@ import { allScenarios } from '../suites/index.js';
 import { runSuite } from '../suites/engine/runner.js';
 import { nodePlan, root } from './helpers.js';
 import { bundled } from './fixtures/bundles.js';
+import { lastLine, runCli } from './fixtures/run-cli.js';
+import { reportValidator } from './fixtures/report-validator.js';
 
 // Correct servers shaped unlike the reference (fixtures/servers/unusual.mjs): the suite must not
 // fail them. A failure here is a judge that mistakes one accepted shape for the only one.
@@ -37,6 +39,7 @@ const CORE = [
   'explore/sequences-hold-contract',
 ];
 const HTTP = ['transport/http-fails-closed', 'transport/http-ignores-launcher'];
+const SESSION_CHECKS = ['authority/session-state-change', 'authority/session-launcher-change'];
 
 interface Variant {
   http: boolean;
@@ -67,6 +70,10 @@ const variants: Record<string, Variant> = {
   'code-tools': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
   // A shell tool shaped like Codex's own, every optional property conforming (a permission request changes nothing).
   'codex-shell': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // Session pairs no adapter names (ids as "session:<id>" text, and as plain numbers): detected, driven, and conforming.
+  // execution/every-exec-tool sends to shell_send through its pair: with everything Codex sends, without a launcher, with a relative one.
+  'session-pair': { http: true, mustPass: [...CORE, ...HTTP, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
+  'session-pair-numbers': { http: false, mustPass: [...CORE, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
@@ -101,4 +108,20 @@ describe.concurrent('correct long-lived servers through a soak', () => {
       expect(soak.status, soak.message).toBe('pass');
     });
   }
+});
+
+// As a new user runs it, naming the shell tool: the session pair is still found (no adapter given) and driven.
+test('session-pair with --exec-tool run_shell: exit 0, the pair in the header and the JSON report', { timeout: 300_000 }, async () => {
+  const flags = ['--exec-tool', 'run_shell', '--exec-args', '{"command": "{{command}}"}', '--only', 'authority/*', '--only', 'execution/*'];
+  const { code, stdout, stderr } = await runCli([...flags, '--reporter', 'json', unusualServer, 'session-pair']);
+  expect(code, stderr).toBe(0);
+  expect(stderr).toContain('sessions: "shell_open" {} → "shell_send" {"session":"{{sessionId}}","command":"{{command}}"} (detected from the tool list;');
+  expect(stderr).toContain('"shell_send": not exercised (sends commands to a session "shell_open" opens, so never alone');
+  const validate = reportValidator();
+  expect(validate(JSON.parse(stdout)), JSON.stringify(validate.errors)).toBe(true);
+  const report = JSON.parse(stdout) as { sessions: { detected: { idProperty: string } }[]; checks: { id: string; status: string }[] };
+  expect(report.sessions).toMatchObject([{ open: { tool: 'shell_open' }, send: { tool: 'shell_send' }, detected: { idProperty: 'session' } }]);
+  const status = (id: string) => report.checks.filter((c) => c.id === id).map((c) => c.status);
+  for (const id of [...SESSION_CHECKS, 'execution/every-exec-tool']) expect(status(id), id).toEqual(['pass']);
+  expect(lastLine(stderr)).toMatch(/ passed, 0 failed/);
 });

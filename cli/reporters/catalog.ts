@@ -4,7 +4,7 @@ const NEED_TEXT: Record<Need, string> = {
   exec: 'exec tool',
   'opt-in': 'sandbox opt-in',
   http: 'HTTP target',
-  session: 'session adapter',
+  session: 'session pair (detected, or --session)',
   resources: 'listed resources',
   codex: 'real Codex (--codex)',
   soak: 'a soak (--soak)',

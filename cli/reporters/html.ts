@@ -10,6 +10,7 @@ import {
   CONTRACT,
   elicitationNote,
   execSummary,
+  sessionsSummary,
   toolsSummary,
   hasBothTransports,
   scenarioOf,
@@ -198,6 +199,7 @@ export function renderHtml(data: ReportData): string {
   }
   const exec = execSummary(report, data.mode);
   const tools = toolsSummary(report, data.mode);
+  const sessions = sessionsSummary(report, data.mode);
   const elicited = elicitationNote(report);
   const headline = `MCP sandbox conformance: ${data.exitCode === 0 ? 'conformant' : 'not conformant'}`;
   return `<!doctype html>
@@ -218,7 +220,7 @@ ${
     ? `<p class="meta" id="exec">${esc(exec)}</p>
 `
     : ''
-}${tools ? `<p class="meta" id="tools">${esc(tools)}</p>\n` : ''}${elicited ? `<p class="meta" id="elicitation">${esc(elicited)}</p>\n` : ''}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
+}${tools ? `<p class="meta" id="tools">${esc(tools)}</p>\n` : ''}${sessions ? `<p class="meta" id="sessions">${esc(sessions)}</p>\n` : ''}${elicited ? `<p class="meta" id="elicitation">${esc(elicited)}</p>\n` : ''}<p class="tally ${data.exitCode === 0 ? 'ok' : 'bad'}" id="tally">${esc(summaryLine(t))}</p>
 </header>
 ${notes.length ? `<section class="notes">${notes.join('')}</section>` : ''}
 <nav id="filters" aria-label="Filter by status">${filters}<button type="button" id="only-problems">problems only</button><button type="button" id="show-all">all</button><span id="shown"></span></nav>

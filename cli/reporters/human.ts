@@ -4,7 +4,7 @@ import { blockedByExpectedFailure } from '../exit-codes.js';
 import type { GradedReport, GradedResult, GradedStatus } from '../grade.js';
 import { defuseWorkflowCommands, neutralize, neutralizeMultiline, stopToken } from '../sanitize.js';
 import { counterexampleLines } from './counterexample.js';
-import { elicitationNote, execSummary, toolsSummary } from './index.js';
+import { elicitationNote, execSummary, sessionsSummary, toolsSummary } from './index.js';
 
 /** The terminal gets no CR at all: CRLF becomes LF, a lone CR shows as "\\r". */
 const LINES = { lines: true };
@@ -160,6 +160,8 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   if (exec) out.push(c.dim(defuseWorkflowCommands(neutralize(exec))));
   const tools = toolsSummary(report, options.mode);
   if (tools) out.push(c.dim(defuseWorkflowCommands(neutralize(tools))));
+  const sessions = sessionsSummary(report, options.mode);
+  if (sessions) out.push(c.dim(defuseWorkflowCommands(neutralize(sessions))));
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   const timing = timingLine(report, options.mode);
   if (timing) out.push(c.dim(timing));

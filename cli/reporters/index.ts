@@ -1,5 +1,5 @@
 import { CODEX_VERSION, PROTOCOL_VERSION } from '../../harness/codex-wire.js';
-import type { ExecAdapter, ToolAccount } from '../../harness/exec-adapter.js';
+import type { ExecAdapter, SessionAdapter, ToolAccount } from '../../harness/exec-adapter.js';
 import { scenarioFinder, scenarioKey, type CheckDef, type CheckResult, type ScenarioRecord } from '../../suites/engine/model.js';
 import type { RunReport } from '../../suites/engine/runner.js';
 import type { BaselineEntry, ReportedResult } from '../baseline.js';
@@ -200,6 +200,19 @@ export function toolsSummary(report: Pick<RunReport, 'tools' | 'startFailure'>, 
   }
   const byName = new Map(report.tools.map((t) => [t.name, t]));
   return `tools: ${[...grouped.values()].map((names) => toolAccountText(byName.get(names[0]!)!, names)).join('; ')}`;
+}
+
+/** One session adapter in words: its open and send tools, their arguments, where it came from and how its id is read. */
+export function sessionText(adapter: SessionAdapter): string {
+  const tools = `${JSON.stringify(adapter.open.tool)} ${JSON.stringify(adapter.open.arguments)} → ${JSON.stringify(adapter.send.tool)} ${JSON.stringify(adapter.send.arguments)}`;
+  if (adapter.detected) return `${tools} (detected from the tool list; ${adapter.detected.reads})`;
+  return `${tools} (the operator's session adapter; its id read from ${adapter.sessionId ?? 'structuredContent.sessionId, a JSON text, "session: <id>"-like text, or a bare id'})`;
+}
+
+/** The sessions line of a report header: the session pairs the AUTH-2 session checks drive (none found: no line). */
+export function sessionsSummary(report: Pick<RunReport, 'sessions' | 'startFailure'>, mode?: 'host'): string | undefined {
+  if (report.startFailure || mode === 'host' || !report.sessions?.length) return undefined;
+  return `sessions: ${report.sessions.map(sessionText).join('; ')}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ExecAdapter, ToolAccount } from '../../harness/exec-adapter.js';
+import type { ExecAdapter, SessionAdapter, ToolAccount } from '../../harness/exec-adapter.js';
 import type { ControlCall, Counterexample, Level, ScenarioRecord, ScenarioTiming, SkipReason } from '../../suites/engine/model.js';
 import type { BaselineEntry } from '../baseline.js';
 import type { GradedStatus } from '../grade.js';
@@ -12,6 +12,7 @@ import {
   execSummary,
   reportedExec,
   scenarioOf,
+  sessionText,
   toolAccountText,
   transcriptFileOf,
   type ReportData,
@@ -110,6 +111,8 @@ export interface ReportDocument {
   exec?: (ExecAdapter & { description: string }) | null;
   /** Every tool the server listed, and what the suite did with it. Absent when the target never started, and in host mode. */
   tools?: ReportedTool[];
+  /** The session pairs the AUTH-2 session checks drive: the operator's adapter, or those detected in the tool list. Absent when none. */
+  sessions?: (SessionAdapter & { description: string })[];
   startFailure?: { message: string; stderrTail: string };
   /** How the fake Codex answered the server's elicitation/create, and every request, in scenario order (server mode). */
   elicitation?: NonNullable<ReportData['report']['elicitation']>;
@@ -185,6 +188,7 @@ export function toDocument(data: ReportData): ReportDocument {
         : {
             exec: report.exec ? { ...reportedExec(report.exec), description: execSummary(report)! } : null,
             ...(report.tools ? { tools: report.tools.map(reportedTool) } : {}),
+            ...(report.sessions?.length ? { sessions: report.sessions.map((adapter) => ({ ...adapter, description: sessionText(adapter) })) } : {}),
           }),
     ...(report.elicitation ? { elicitation: report.elicitation } : {}),
     ...(report.containment ? { containment: report.containment } : {}),

@@ -12,6 +12,7 @@ import {
   NO_EXEC,
   reportedExec,
   detectionNotes,
+  sessionsSummary,
   toolsSummary,
   scenarioOf,
   transcriptFileOf,
@@ -116,6 +117,8 @@ export function renderMarkdown(data: ReportData): string {
   if (exec) out.push(exec, '');
   const tools = toolsSummary(report, data.mode);
   if (tools) out.push(cell(tools), '');
+  const sessions = sessionsSummary(report, data.mode);
+  if (sessions) out.push(cell(sessions), '');
   const elicited = elicitationNote(report);
   if (elicited) out.push(cell(elicited), '');
   if (report.startFailure) {

@@ -367,8 +367,10 @@ export interface EveryScenarioContext {
   plantTrap(name: string, where?: { dir?: string; file?: string; executable?: boolean }, check?: string): Promise<string>;
   /** Caller `_meta` for resource reads (already accepted by Codex's HOST-3 rule), if configured. */
   readonly resourceReadMeta?: Record<string, unknown>;
-  /** The operator's session adapter (checks needing 'session' are skipped without one). */
+  /** The first of sessionAdapters (exploration's and the resident's session steps use it). */
   readonly sessionAdapter?: SessionAdapter;
+  /** The operator's session adapter, else every session pair detected in the tool list (checks needing 'session' are not applicable without one). */
+  readonly sessionAdapters: readonly SessionAdapter[];
   /** Another connection to the target (a fresh server for a started target; an inventory one if asked); closed by the runner. */
   openConnection(purpose?: ConnectionPurpose): Promise<Connection>;
   /** How far a long scenario got, for the live progress line (e.g. "5/12 sequences"). */

@@ -62,6 +62,8 @@ export interface RunReport {
   exec?: ExecAdapter;
   /** Every tool the server listed (the first connection's), and what the suite did with it: driven (how) or not, and why. */
   tools?: ToolAccount[];
+  /** The session adapters the run used (the first connection's): the operator's, or the pairs detected in the tool list. */
+  sessions?: SessionAdapter[];
   durationMs: number;
   /** Server mode: how the host answered elicitation/create, and every request the servers sent, in scenario order. */
   elicitation?: { answer: ElicitationAnswer; requests: ElicitationRecord[] };

@@ -72,6 +72,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     transports,
     ...(suite.exec ? { exec: suite.exec } : {}),
     ...(suite.tools ? { tools: suite.tools } : {}),
+    ...(suite.sessions?.length ? { sessions: suite.sessions } : {}),
     ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.recorded.elicitations) } }),
     durationMs: Date.now() - suite.started,
     stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved, startsShared: suite.startsShared },

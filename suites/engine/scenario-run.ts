@@ -203,8 +203,8 @@ export class ScenarioRun {
     if (check.needs.includes('codex') && !plan.realCodex) return notApplicable('needs a real Codex CLI', 'real-codex');
     if (check.needs.includes('soak') && !plan.options.soak) return notApplicable('the soak was not asked for', 'soak-off');
     if (check.needs.includes('http') && !plan.targets.http) return needsHttp();
-    if (check.needs.includes('session') && !plan.session) return notApplicable('needs a session adapter', 'session-adapter');
-    if (check.needs.includes('session') && !sessionAllowed(plan)) {
+    // Without the operator's adapter, session pairs are looked for in the tool list (server-driver.ts).
+    if (check.needs.includes('session') && plan.session && !sessionAllowed(plan)) {
       return notApplicable(
         "the session adapter's tools are not enabled for this server in the Codex config (enabled_tools, disabled_tools)",
         'session-adapter',

@@ -1,5 +1,13 @@
 import { STATE_KEY, STATE_KEY_DEPRECATED } from '../../harness/codex-wire.js';
-import { adapterRejection, resolveExecTools, type ConfiguredExec, type ExecAdapter, type ToolChoices } from '../../harness/exec-adapter.js';
+import {
+  adapterRejection,
+  resolveExecTools,
+  type ConfiguredExec,
+  type ExecAdapter,
+  type SessionAdapter,
+  type ToolChoices,
+} from '../../harness/exec-adapter.js';
+import { detectSessionPairs } from '../../harness/session-pairs.js';
 import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
@@ -70,16 +78,19 @@ function noteServer(run: ScenarioRun, connection: Connection): void {
 async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Connection, servers: ScenarioServers): Promise<void> {
   const { plan } = run.suite;
   const optedIn = plan.options.assumeOptIn || sandboxOptIn(connection.handshake.initializeResult);
-  const resolved = resolveExecTools(connection.handshake.tools, toolChoices(plan));
+  const sessions = sessionsOf(plan, connection.handshake.tools);
+  const resolved = resolveExecTools(connection.handshake.tools, toolChoices(plan, sessions.sends));
   const adapter = resolved.primary;
   const exec = 'missing' in adapter ? undefined : adapter;
   run.log.exec = exec;
   run.suite.exec ??= exec;
   run.suite.tools ??= resolved.accounts.map(withShapes);
+  run.suite.sessions ??= sessions.adapters;
   // Needs the target cannot meet (verdict.ts, 1c).
   const unmet = (check: CheckDef): Verdict | undefined => {
     if (check.needs.includes('exec') && !exec) return notApplicable('missing' in adapter ? adapter.missing : '', 'exec-adapter');
     if (check.needs.includes('opt-in') && !optedIn) return didNotOptIn();
+    if (check.needs.includes('session') && sessions.adapters.length === 0) return notApplicable(NO_SESSION_PAIR, 'session-adapter');
     return undefined;
   };
   for (const check of scenario.checks) {
@@ -112,7 +123,8 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
   });
   let decided: Map<string, Verdict>;
   try {
-    decided = await scenario.run(scenarioContext(run, site(connection, servers.observers!, run.log, servers.mainStartedAt), servers, site));
+    const main = site(connection, servers.observers!, run.log, servers.mainStartedAt);
+    decided = await scenario.run(scenarioContext(run, main, servers, site, sessions.adapters));
   } finally {
     await servers.spares.drain();
   }
@@ -125,7 +137,7 @@ function newExecToolsOf(run: ScenarioRun, connection: Connection): ScenarioConte
   const known = new Set(connection.handshake.tools.map((t) => t.name));
   const { plan } = run.suite;
   return (tools, when) => {
-    const resolved = resolveExecTools(tools, toolChoices(plan));
+    const resolved = resolveExecTools(tools, toolChoices(plan, sessionsOf(plan, tools).sends));
     const fresh = resolved.accounts.filter((account) => !known.has(account.name));
     for (const account of fresh) known.add(account.name);
     // Each tool once in the report, whichever transport's server listed it first.
@@ -143,18 +155,41 @@ export const configuredExecs = (exec: ConfiguredExec | readonly ConfiguredExec[]
   exec === undefined ? [] : Array.isArray(exec) ? exec : [exec as ConfiguredExec];
 
 /** What the plan says about the server's tools: how to call the named ones, which the host may call, which to leave out. */
-const toolChoices = (plan: RunPlan): ToolChoices => {
+const toolChoices = (plan: RunPlan, sessionSends: ReadonlyMap<string, string>): ToolChoices => {
   const { stdio, http } = plan.targets;
   // A code tool's interpreters are looked up where the server runs them: on its own PATH.
   const path = stdio?.environment.PATH ?? (http?.kind === 'http-command' ? http.environment.PATH : undefined) ?? process.env.PATH;
-  return { configured: configuredExecs(plan.exec), filter: plan.tools, skip: plan.skipTools, path };
+  return { configured: configuredExecs(plan.exec), filter: plan.tools, skip: plan.skipTools, path, sessionSends };
 };
+
+const NO_SESSION_PAIR =
+  'needs a session adapter: the server lists no pair of tools that opens a session (shell, terminal, process) and sends it commands by its id (or the operator left one of them out by name)';
+
+/**
+ * The session adapters the session checks use: the operator's (when the tool filter lets the suite
+ * call its tools), else every pair detected in the tool list. Either way the detected send tools
+ * are not driven alone (a command needs its session), and their accounts say why.
+ */
+function sessionsOf(plan: RunPlan, tools: readonly Record<string, unknown>[]): { adapters: SessionAdapter[]; sends: Map<string, string> } {
+  const detected = detectSessionPairs(tools, plan.tools);
+  // A tool the operator left out by name leaves its pair out (its send tool is still never driven alone).
+  const skipped = (pair: SessionAdapter) => [pair.open.tool, pair.send.tool].find((tool) => plan.skipTools?.includes(tool));
+  const given = plan.session !== undefined;
+  const how = (pair: SessionAdapter) =>
+    given
+      ? "the session checks use the operator's session adapter instead"
+      : skipped(pair)
+        ? `its pair is left out, since the operator left out "${skipped(pair)}" by name`
+        : 'the AUTH-2 session checks and execution/every-exec-tool drive it through that pair';
+  const sends = new Map(detected.map((pair) => [pair.send.tool, `sends commands to a session "${pair.open.tool}" opens, so never alone: ${how(pair)}`]));
+  return { adapters: given ? (sessionAllowed(plan) ? [plan.session!] : []) : detected.filter((pair) => !skipped(pair)), sends };
+}
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
 type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, startedAt: number, timed?: boolean) => CallSite;
 
 /** The context a server scenario acts through. */
-function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServers, site: SiteFor): ScenarioContext {
+function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServers, site: SiteFor, sessions: readonly SessionAdapter[]): ScenarioContext {
   const { suite, job, scenario } = run;
   const { plan } = suite;
   const life = suite.residents.get(job);
@@ -163,7 +198,8 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     optedIn: main.optedIn,
     control: () => suite.control.facts,
     publishControl: (facts) => suite.control.publish(facts),
-    sessionAdapter: sessionAllowed(plan) ? plan.session : undefined,
+    sessionAdapter: sessions[0],
+    sessionAdapters: sessions,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),
     progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Transport } from '../../harness/codex-wire.js';
-import type { ExecAdapter, ToolAccount } from '../../harness/exec-adapter.js';
+import type { ExecAdapter, SessionAdapter, ToolAccount } from '../../harness/exec-adapter.js';
 import { sweepRun, trackTempDir } from '../../harness/process-registry.js';
 import { ProcessScope } from '../../harness/process-scope.js';
 import { connect, type Connection } from '../../harness/target.js';
@@ -54,6 +54,8 @@ export class SuiteRun {
   exec?: ExecAdapter;
   /** Every tool the first connection listed, and what the suite does with it (the report header's list). */
   tools?: ToolAccount[];
+  /** The session adapters the first connection resolved: the operator's, or the pairs detected (the report header's list). */
+  sessions?: SessionAdapter[];
   server?: { info: unknown; capabilities: unknown };
   private readonly inFlight = new Map<Job, ProcessScope>();
   /** Servers being stopped in the background while the workers go on; awaited before the run ends. */

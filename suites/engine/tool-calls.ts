@@ -133,7 +133,8 @@ export async function openSession(
 ): Promise<{ outcome: RawOutcome; id?: string }> {
   const built = toolArguments(adapter.open, { argv: [ctx.observers.sessionShellPath] });
   const outcome = await ctx.callTool(adapter.open.tool, built.arguments, sandbox, options);
-  const id = outcome.kind === 'result' && !isRefusal(outcome) ? readSessionId(outcome.result, adapter.sessionId) : undefined;
+  const names = adapter.detected ? [adapter.detected.idProperty] : [];
+  const id = outcome.kind === 'result' && !isRefusal(outcome) ? readSessionId(outcome.result, adapter.sessionId, names) : undefined;
   return { outcome, ...(id !== undefined ? { id } : {}) };
 }
 
@@ -147,7 +148,13 @@ export async function sendToSession(
 ): Promise<{ nonce: string; outcome: RawOutcome }> {
   const nonce = ctx.observers.newNonce();
   const built = toolArguments(adapter.send, { argv: ctx.observers.probeCommand(nonce) }, { vars: { sessionId: id } });
-  // A send template that is a bare string gets the command line itself.
-  const args = typeof built.arguments === 'string' ? built.line : built.arguments;
+  // A send template that is a bare string gets the command line itself; a detected pid-like id goes as a number.
+  const numeric = adapter.detected?.numericId && /^\d+$/.test(id) && isObject(built.arguments);
+  const args =
+    typeof built.arguments === 'string'
+      ? built.line
+      : numeric
+        ? { ...(built.arguments as object), [adapter.detected!.idProperty]: Number(id) }
+        : built.arguments;
   return { nonce, outcome: await ctx.callTool(adapter.send.tool, args, sandbox, { ...options, nonce }) };
 }

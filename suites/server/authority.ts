@@ -1,5 +1,5 @@
 import { CANARY, codexState, type SandboxEntries, type StateProfile } from '../../harness/codex-wire.js';
-import { takesProperties } from '../../harness/exec-adapter.js';
+import { takesProperties, type SessionAdapter } from '../../harness/exec-adapter.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import {
   awaitProbeRuns,
@@ -64,7 +64,7 @@ const sessionCheck = (id: string, title: string, changed: string): CheckDef => (
   level: 'MUST',
   title,
   summary: `A long-lived subprocess belongs to the authority it was started under. This check opens a session, then sends it a command with ${changed}: the server must refuse, or run it in a fresh launch under the new authority, never in the old process. Source: CONTRACT.md §3 AUTH-2.`,
-  observes: `A session is opened through the session adapter and sent a probe command under the same authority; the launch id in that command's execution record identifies the session's launch, which must be one of the launcher sent (otherwise the check could not run). A second command is then sent with ${changed}: the check fails if its execution record carries the session's original launch id, or if the call reported success and the command never ran. After a refusal the servers stay up a moment longer (in the background), so a command the server refuses but still sends to the old session is seen too; both sends name this check as their authority check, so the monitor charges here any launch of theirs that carries another call's authority.`,
+  observes: `On each session pair (the operator's session adapter, else every pair detected in the tool list: an open tool, and a send tool taking the session's id and a command), a session is opened and sent a probe command under the same authority; the launch id in that command's execution record identifies the session's launch, which must be one of the launcher sent (otherwise the check could not run). A second command is then sent with ${changed}: the check fails if its execution record carries the session's original launch id, or if the call reported success and the command never ran. After a refusal the servers stay up a moment longer (in the background), so a command the server refuses but still sends to the old session is seen too; both sends name this check as their authority check, so the monitor charges here any launch of theirs that carries another call's authority.`,
   why: 'The old process keeps the old sandbox; reusing it for a call with another policy runs that call under a policy Codex did not send.',
   typicalMistake: 'Looking sessions up by id only.',
   fix: 'Store the state JSON and launcher path with each session; on every call compare them and refuse (or restart) on any difference.',
@@ -257,56 +257,96 @@ const sequenceScenario = singleCheckScenario(stateFollowsCall, async (ctx) => {
   return pass();
 });
 
-/** Opens a session under the current authority and sends it commands; see the AUTH-2 session checks. */
+/** A session pair in words, for findings: "shell_open → shell_send". */
+const pairLabel = (adapter: SessionAdapter) => `${adapter.open.tool} → ${adapter.send.tool}`;
+
+/** Why a session check could not run on a pair: what went wrong, and what the open returned (the adapter is then at fault, or the server). */
+const pairCouldNotRun = (adapter: SessionAdapter, what: string, opened: RawOutcome) =>
+  couldNotRun(
+    `${adapter.detected ? 'the detected session pair' : 'the session adapter'}: ${what}; the open returned ${JSON.stringify(summarizeOutcome(opened)).slice(0, 300)}`,
+    undefined,
+    'session-adapter',
+  );
+
+type SessionSend = (sandbox: SandboxEntries) => Promise<{ nonce: string; outcome: RawOutcome }>;
+
+/**
+ * Opens a session on `adapter` under the scenario's authority and sends it the probe under the same
+ * authority: the send, and the launch that command ran in (the session's); else why the check could not run.
+ */
+async function openedSession(ctx: ScenarioContext, check: CheckDef, adapter: SessionAdapter): Promise<{ send: SessionSend; launchId: string } | Verdict> {
+  const { outcome: opened, id } = await openSession(ctx, adapter, ctx.codexEntries(), { check: check.id });
+  if (opened.kind !== 'result' || isRefusal(opened)) {
+    const what = `opening the session (${pairLabel(adapter)}) failed: ${JSON.stringify(summarizeOutcome(opened))}`;
+    return (await waitForControl(ctx, what)) ?? couldNotRun(what, undefined, 'session-adapter');
+  }
+  if (id === undefined) {
+    const where = adapter.sessionId ? `at "${adapter.sessionId}"` : (adapter.detected?.reads ?? 'in structuredContent.sessionId or a single text block');
+    return pairCouldNotRun(adapter, `no session id ${where}`, opened);
+  }
+  const send: SessionSend = (sandbox) => sendToSession(ctx, adapter, id, sandbox, { check: check.id, authorityCheck: check.id });
+  // Control: under the same authority, the session runs what it is sent inside a launch of the
+  // launcher sent; that launch, found by where the command ran, is the session's.
+  const same = await send(ctx.codexEntries());
+  const observations = await awaitProbeRuns(ctx, [same.nonce]);
+  const sessionLaunch = launchOf(observations, same.nonce);
+  if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
+    return pairCouldNotRun(
+      adapter,
+      `under the same authority the session (id ${JSON.stringify(id)}) did not run the command it was sent inside a launch of the launcher sent (the send returned ${JSON.stringify(summarizeOutcome(same.outcome))})`,
+      opened,
+    );
+  }
+  return { send, launchId: sessionLaunch.id };
+}
+
+/** One pair: a session opened, then sent a command with changed authority, which must not run in the session's launch. */
+async function judgeSession(ctx: ScenarioContext, check: CheckDef, adapter: SessionAdapter, changeLauncher: boolean): Promise<Verdict> {
+  const session = await openedSession(ctx, check, adapter);
+  if ('status' in session) return session;
+  const changedState = await variantState(ctx, 'changed authority', 'danger-full-access');
+  const entries = changeLauncher
+    ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
+    : ctx.codexEntries(changedState);
+  const changed = await session.send(entries);
+  // A server that says no and sends the command to the old session anyway is caught too: the
+  // servers stay up a moment after the scenario, and the monitor charges a late run to this check.
+  if (isRefusal(changed.outcome)) ctx.lingerAfter(300);
+  const observations = await awaitProbeRuns(ctx, [changed.nonce], isRefusal(changed.outcome) ? 0 : 1500);
+  const runs = probeRunsOf(observations, changed.nonce);
+  if (runs.some((run) => run.launchId === session.launchId)) {
+    return fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
+      expected: 'a refusal, or a fresh launch under the new authority',
+      actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${session.launchId} (the session's original launch)` },
+    });
+  }
+  if (runs.length === 0) {
+    if (isRefusal(changed.outcome)) return pass('the server refused the call');
+    return fail('the call reported success, but the command it carried never ran', {
+      expected: 'a refusal, or the command run under the new authority',
+      actual: summarizeOutcome(changed.outcome),
+    });
+  }
+  // Where it ran instead (outside a launch, under another launcher or state) is the monitor's finding.
+  return pass(`the session restarted under the new ${changeLauncher ? 'launcher' : 'state'}`);
+}
+
+/**
+ * Opens a session under the current authority and sends it commands, on every session pair (the
+ * operator's adapter, or each detected): the first failure, else the first pair that could not
+ * run, else a pass; with several pairs each finding names its pair.
+ */
 function sessionScenario(check: CheckDef, changeLauncher: boolean): Scenario {
   const scenario = singleCheckScenario(check, async (ctx) => {
-    const adapter = ctx.sessionAdapter!;
-    const { outcome: opened, id } = await openSession(ctx, adapter, ctx.codexEntries(), { check: check.id });
-    if (opened.kind !== 'result' || isRefusal(opened)) {
-      const what = `opening the session failed: ${JSON.stringify(summarizeOutcome(opened))}`;
-      return (await waitForControl(ctx, what)) ?? couldNotRun(what);
-    }
-    if (id === undefined) {
-      return couldNotRun(
-        `no session id ${adapter.sessionId ? `at "${adapter.sessionId}"` : 'in structuredContent.sessionId or a single text block'} of the open result: ${JSON.stringify(opened.result).slice(0, 300)}`,
-      );
-    }
-    const send = (sandbox: SandboxEntries) => sendToSession(ctx, adapter, id, sandbox, { check: check.id, authorityCheck: check.id });
-    // Control: under the same authority, the session runs what it is sent inside a launch of the
-    // launcher sent; that launch, found by where the command ran, is the session's.
-    const same = await send(ctx.codexEntries());
-    let observations = await awaitProbeRuns(ctx, [same.nonce]);
-    const sessionLaunch = launchOf(observations, same.nonce);
-    if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
-      return couldNotRun(
-        `under the same authority the session did not run the command it was sent inside a launch of the launcher sent (${JSON.stringify(summarizeOutcome(same.outcome))}); check the session adapter`,
-      );
-    }
-    const changedState = await variantState(ctx, 'changed authority', 'danger-full-access');
-    const entries = changeLauncher
-      ? { ...ctx.codexEntries(), launcher: { codexExecutable: await ctx.observers.secondLauncher() } }
-      : ctx.codexEntries(changedState);
-    const changed = await send(entries);
-    // A server that says no and sends the command to the old session anyway is caught too: the
-    // servers stay up a moment after the scenario, and the monitor charges a late run to this check.
-    if (isRefusal(changed.outcome)) ctx.lingerAfter(300);
-    observations = await awaitProbeRuns(ctx, [changed.nonce], isRefusal(changed.outcome) ? 0 : 1500);
-    const runs = probeRunsOf(observations, changed.nonce);
-    if (runs.some((run) => run.launchId === sessionLaunch.id)) {
-      return fail(`the command sent with ${changeLauncher ? 'another launcher' : 'another state'} ran in the process started under the old authority`, {
-        expected: 'a refusal, or a fresh launch under the new authority',
-        actual: { response: summarizeOutcome(changed.outcome), ranUnder: `${sessionLaunch.id} (the session's original launch)` },
-      });
-    }
-    if (runs.length === 0) {
-      if (isRefusal(changed.outcome)) return pass('the server refused the call');
-      return fail('the call reported success, but the command it carried never ran', {
-        expected: 'a refusal, or the command run under the new authority',
-        actual: summarizeOutcome(changed.outcome),
-      });
-    }
-    // Where it ran instead (outside a launch, under another launcher or state) is the monitor's finding.
-    return pass(`the session restarted under the new ${changeLauncher ? 'launcher' : 'state'}`);
+    const adapters = ctx.sessionAdapters;
+    const judged: Verdict[] = [];
+    for (const adapter of adapters) judged.push(await judgeSession(ctx, check, adapter, changeLauncher));
+    if (adapters.length === 1) return judged[0]!;
+    const label = (i: number) => pairLabel(adapters[i]!);
+    const pick = [judged.findIndex((v) => v.status === 'fail'), judged.findIndex((v) => v.status !== 'pass')].find((i) => i >= 0);
+    if (pick === undefined) return pass(judged.map((v, i) => `${label(i)}: ${(v.status === 'pass' && v.note) || 'passed'}`).join('; '));
+    const verdict = judged[pick]!;
+    return verdict.status === 'pass' ? verdict : { ...verdict, message: `${label(pick)}: ${verdict.message}` };
   });
   return { ...scenario, long: true };
 }

@@ -1,6 +1,6 @@
 import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
-import { adapterRejection, type ExecAdapter } from '../../harness/exec-adapter.js';
+import { adapterRejection, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
 import type { Observations } from '../../harness/observers.js';
 import {
   awaitProbeRuns,
@@ -13,7 +13,7 @@ import {
   type ControlObservers,
 } from '../engine/judge.js';
 import { grammarProbe, type GrammarEntry } from './commands.js';
-import { argumentChoices } from '../engine/tool-calls.js';
+import { argumentChoices, openSession, sendToSession } from '../engine/tool-calls.js';
 import {
   couldNotRun,
   fail,
@@ -24,6 +24,7 @@ import {
   type ExecProbe,
   type IsolatedContext,
   type Scenario,
+  type ScenarioContext,
   type Verdict,
 } from '../engine/model.js';
 
@@ -35,7 +36,7 @@ export const everyExecTool: CheckDef = {
   summary:
     'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
   observes:
-    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends, at once, four commands past the durations, sizes and forms a server may special-case (a command that works for 2.5 s before it runs the probe, a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those four as Codex sends them there (nothing may run). Every exec tool, the primary included, is also driven with each choice of its optional properties (each alone at each of its values, and all together) and, for a code tool, with a program in each language it offers that this machine runs: with everything Codex sends and without a launcher over stdio, as Codex sends it over HTTP. Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. Not applicable when the server has one exec tool.",
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends, at once, four commands past the durations, sizes and forms a server may special-case (a command that works for 2.5 s before it runs the probe, a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those four as Codex sends them there (nothing may run). Every exec tool, the primary included, is also driven with each choice of its optional properties (each alone at each of its values, and all together) and, for a code tool, with a program in each language it offers that this machine runs: with everything Codex sends and without a launcher over stdio, as Codex sends it over HTTP. Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. A session pair's send tool, detected in the tool list, is never sent a command alone: it gets the calls through its pair (a session opened with everything Codex sends, then the probe sent to it with everything Codex sends, without a launcher and with a relative one; over HTTP a session the open grants anyway is sent the probe as Codex sends it there), and a pair whose session cannot be opened or whose id cannot be read is could not run. Not applicable when the server has one exec tool and no session pair.",
   why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
   typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
@@ -54,6 +55,8 @@ export interface ToolCalls {
   refusals: { label: string; probe: ExecProbe }[];
   /** With everything Codex sends, commands of TOOL_SHAPES: each runs inside a launch, or is refused. */
   shaped: { label: string; probe: ExecProbe }[];
+  /** A session pair's send tool whose session could not be opened or read: why (it was not driven). */
+  unresolved?: string;
 }
 
 /**
@@ -97,6 +100,41 @@ export async function driveExecTool(ctx: IsolatedContext, adapter: ExecAdapter, 
   for (const variant of full ? [WITHOUT_LAUNCHER, RELATIVE_LAUNCHER] : [WITHOUT_LAUNCHER])
     refusals.push({ label: variant.label, probe: await call(variant.entries(ctx)) });
   return { adapter, control, refusals, shaped: await shaped(ctx.codexEntries()) };
+}
+
+/**
+ * A detected session pair's send tool, given the fixed calls through its pair: a session opened with
+ * everything Codex sends, then the probe sent to it with everything Codex sends (the control),
+ * without a launcher and with a relative one (each refused, nothing run: a session never lends its
+ * authority to a call without any). Over HTTP the open should be refused; a session it opens anyway
+ * is sent the probe as Codex sends it there, which must run nothing.
+ */
+export async function driveSessionPair(ctx: ScenarioContext, pair: SessionAdapter, check: string): Promise<ToolCalls | undefined> {
+  const adapter: ExecAdapter = { tool: pair.send.tool, arguments: pair.send.arguments, source: 'detected' };
+  const { outcome: opened, id } = await openSession(ctx, pair, ctx.codexEntries(), { check });
+  if (id === undefined) {
+    if (ctx.transport === 'http') return undefined;
+    const unresolved = `${pair.send.tool}: no session to send to (${pair.open.tool} returned ${JSON.stringify(summarizeOutcome(opened)).slice(0, 300)})`;
+    return { adapter, refusals: [], shaped: [], unresolved };
+  }
+  const send = async (entries: SandboxEntries): Promise<ExecProbe> => {
+    const { nonce, outcome } = await sendToSession(ctx, pair, id, entries, { check });
+    return {
+      nonce,
+      command: ctx.observers.probeCommand(nonce),
+      arguments: undefined,
+      outcome,
+      shown: { form: `simple, to session ${id} of ${pair.open.tool}`, text: ctx.observers.probeCommand(nonce).join(' ') },
+    };
+  };
+  if (ctx.transport === 'http') return { adapter, refusals: [{ label: 'over HTTP', probe: await send(ctx.codexEntries()) }], shaped: [] };
+  const control = await send(ctx.codexEntries());
+  const refusals = [];
+  for (const variant of [WITHOUT_LAUNCHER, RELATIVE_LAUNCHER]) refusals.push({ label: variant.label, probe: await send(variant.entries(ctx)) });
+  // Refused with the session's own authority: most likely the id was misread (whatever ran is still the monitor's).
+  if (!isRefusal(control.outcome)) return { adapter, control, refusals, shaped: [] };
+  const unresolved = `${pair.send.tool}: it refused session id ${JSON.stringify(id)}, read from what ${pair.open.tool} returned (${JSON.stringify(summarizeOutcome(opened)).slice(0, 300)}), with everything Codex sends (${JSON.stringify(summarizeOutcome(control.outcome)).slice(0, 200)})`;
+  return { adapter, control, refusals, shaped: [], unresolved };
 }
 
 /** The probe, sent to `adapter`'s tool with these entries. The tool's name goes with the command's form, so that every finding about the call names the tool. */
@@ -160,7 +198,9 @@ const CHOICES_AT_ONCE = 4;
 
 /** One tool's verdict: a failure, a reason it was not driven, or fine. */
 type ToolVerdict =
-  { kind: 'fail'; verdict: Verdict & { status: 'fail' } } | { kind: 'not-driven'; why: string; rejected: boolean } | { kind: 'ok'; ran: string };
+  | { kind: 'fail'; verdict: Verdict & { status: 'fail' } }
+  | { kind: 'not-driven'; why: string; rejected: boolean; session?: boolean }
+  | { kind: 'ok'; ran: string };
 
 /** The control with full authority: fine when it ran inside a launch; else a failure or why the tool was not driven. */
 async function judgeControl(
@@ -207,6 +247,7 @@ export async function judgeToolCalls(
   primary: Promise<ControlFacts>,
 ): Promise<ToolVerdict> {
   const tool = calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool;
+  if (calls.unresolved) return { kind: 'not-driven', why: calls.unresolved, rejected: false, session: true };
   const control = calls.control ? await judgeControl(tool, calls.control, observations, observers) : undefined;
   const facts = control ? Promise.resolve(control.facts) : ownControl(primary, calls.adapter.tool);
   for (const { label, probe } of calls.refusals) {
@@ -238,7 +279,7 @@ export function verdictOverTools(judged: { tool: string; verdict: ToolVerdict }[
   if (fails.length > 0) return violationsVerdict(fails, '', { listed: fails.length });
   const notDriven = judged.flatMap(({ verdict }) => (verdict.kind === 'not-driven' ? [verdict] : []));
   if (notDriven.length > 0) {
-    const hint = notDriven.some((v) => v.rejected) ? 'exec-adapter' : undefined;
+    const hint = notDriven.some((v) => v.rejected) ? 'exec-adapter' : notDriven.some((v) => v.session) ? 'session-adapter' : undefined;
     return couldNotRun(
       `${notDriven.length} of ${judged.length} other exec tools could not be driven: ${notDriven.map((v) => v.why).join('; ')}`,
       undefined,
@@ -260,7 +301,9 @@ export const everyExecToolScenario: Scenario = {
   run: async (ctx) => {
     // The primary's template alone is every other check's; its optional values and languages are driven here.
     const primaryChoices = ctx.exec && argumentChoices(ctx.exec).length > 1;
-    if (ctx.execTools.length === 0 && !primaryChoices) {
+    // A detected pair's send tool is driven through its pair (an operator's adapter is the session checks' alone).
+    const pairs = ctx.sessionAdapters.filter((pair) => pair.detected);
+    if (ctx.execTools.length === 0 && !primaryChoices && pairs.length === 0) {
       return new Map([
         [
           everyExecTool.id,
@@ -274,6 +317,9 @@ export const everyExecToolScenario: Scenario = {
       driven.push(await driveExecTool(ctx, adapter, everyExecTool.id));
       driven.push(...(await driveChoices(ctx, adapter, everyExecTool.id)));
     }
+    for (const pair of pairs) driven.push(...[await driveSessionPair(ctx, pair, everyExecTool.id)].filter((calls) => calls !== undefined));
+    // Only session pairs, and over HTTP each refused to open a session: nothing to send to, nothing ran.
+    if (driven.length === 0) return new Map([[everyExecTool.id, pass(`over HTTP no session opened (${pairs.map((p) => p.open.tool).join(', ')} refused)`)]]);
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
     const nonces = driven.flatMap(({ control, shaped }) =>
       [control, ...shaped.map((s) => s.probe)].flatMap((probe) => (accepted(probe) ? [probe!.nonce] : [])),

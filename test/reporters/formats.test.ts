@@ -400,6 +400,46 @@ describe('the tools line: every listed tool, and what the suite did with it', ()
   });
 });
 
+describe('the sessions line: the session pairs the AUTH-2 session checks drive', () => {
+  const withSessions = () => {
+    const data = syntheticData();
+    data.report.sessions = [
+      {
+        open: { tool: 'shell_open\u001b[31m', arguments: {} },
+        send: { tool: 'shell_send', arguments: { session: '{{sessionId}}', command: '{{command}}' } },
+        detected: { idProperty: 'session', numericId: false, reads: 'its id read from the open result: "session: <id>"-like text' },
+      },
+      {
+        open: { tool: 'session_open', arguments: { command: '{{argv}}' } },
+        send: { tool: 'session_send', arguments: {} },
+        sessionId: 'structuredContent.sessionId',
+      },
+    ];
+    return data;
+  };
+  test('human, markdown and html: each pair, where it came from and how its id is read; server text neutralised', () => {
+    const line = human(withSessions())
+      .split('\n')
+      .find((l) => l.startsWith('sessions: '))!;
+    expect(line).toMatch(
+      /^sessions: "shell_open[^"]*" \{\} → "shell_send" \{"session":"\{\{sessionId\}\}","command":"\{\{command\}\}"\} \(detected from the tool list; its id read/,
+    );
+    expect(line).toContain("(the operator's session adapter; its id read from structuredContent.sessionId)");
+    expect(line).not.toContain('\u001b');
+    expect(renderMarkdown(withSessions())).toMatch(/^sessions: .*"session_send"/m);
+    expect(renderHtml(withSessions())).toContain('<p class="meta" id="sessions">sessions: ');
+    expect(human(syntheticData())).not.toMatch(/^sessions: /m);
+  });
+  test('json: the "sessions" field, valid against the schema', () => {
+    const validate = reportValidator();
+    const doc = JSON.parse(renderJson(withSessions()));
+    expect(doc.sessions.map((p: { send: { tool: string }; description: string }) => p.send.tool)).toEqual(['shell_send', 'session_send']);
+    expect(doc.sessions[0].detected.idProperty).toBe('session');
+    expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...doc, sessions: [{ open: { tool: 'x' } }] })).toBe(false);
+  });
+});
+
 describe('could-not-run blocked by another check', () => {
   test('json: blockedBy, and whether the blocker is an expected failure (directly or in turn); valid against the schema', () => {
     const validate = reportValidator();

@@ -351,4 +351,19 @@ describe('readSessionId', () => {
     expect(readSessionId(text('   '))).toBeUndefined();
     expect(readSessionId(undefined)).toBeUndefined();
   });
+  test("a detected pair's id: its own name first, then the usual ones, in structuredContent or a JSON text", () => {
+    expect(readSessionId({ structuredContent: { terminal_id: 't-3', id: 'x' } }, undefined, ['terminal_id'])).toBe('t-3');
+    expect(readSessionId({ structuredContent: { pid: 4242 } })).toBe('4242');
+    expect(readSessionId(text('{"session_id": "s-1", "note": "ready"}'))).toBe('s-1');
+    expect(readSessionId(text('{"terminalId": 9}'), undefined, ['terminalId'])).toBe('9');
+  });
+  test('text that names the id: "session:<id>", "Session ID = <id>", "pid 1234"; a bare number is the id', () => {
+    expect(readSessionId(text('session:0410aab9-ddcd'))).toBe('0410aab9-ddcd');
+    expect(readSessionId(text('Opened /bin/sh.\nSession ID = abc_12 (use it with shell_send)'))).toBe('abc_12');
+    expect(readSessionId(text('Started process with PID 1234, waiting for input'))).toBe('1234');
+    expect(readSessionId(text('terminal_id: t-7.'))).toBe('t-7');
+    expect(readSessionId(text('1002'))).toBe('1002');
+    expect(readSessionId(text('opened session: 5'))).toBe('5');
+    expect(readSessionId(text('no id here, sorry'))).toBe('no id here, sorry');
+  });
 });

@@ -239,7 +239,7 @@ describe('runSuite over an in-process server', () => {
     expect(ended - at.core!).toBeLessThan(8_000);
   });
 
-  test('needs: a real Codex and a session adapter are known before anything starts; a missing exec tool once the server answers', async () => {
+  test('needs: a real Codex is known before anything starts; a missing exec tool or session pair once the server answers', async () => {
     const p = plan({ tools: [] });
     const report = await runSuite(p, [
       scenario('codex', [check('t/codex', ['codex'])], async () => pass()),
@@ -250,7 +250,9 @@ describe('runSuite over an in-process server', () => {
     expect(results['t/codex']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'real-codex' });
     expect(results['t/session']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'session-adapter' });
     expect(results['t/exec']).toMatchObject({ status: 'skip', reason: 'not-applicable', hint: 'exec-adapter' });
-    expect(p.connect.starts).toBe(1); // only the exec scenario needed a server
+    // The exec and session scenarios needed a server: a session pair is looked for in its tool list.
+    expect(p.connect.starts).toBe(2);
+    expect(results['t/session']!.message).toContain('no pair of tools that opens a session');
   });
 
   test('a server that does not opt in: opt-in checks could not run, blocked by CAP-1, and scenarios of nothing else are not started', async () => {
