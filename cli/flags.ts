@@ -169,7 +169,7 @@ export const SERVER_FLAGS = {
   session: {
     type: 'string',
     describe:
-      'Session adapter JSON for the AUTH-2 session checks, over the session pairs detected in the tool list: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"}}, optionally "sessionId":"<dotted path in the open result>" (default: structuredContent.sessionId and the like, else the only text block of the open result: its JSON sessionId, "session:<id>"-like text, or the whole text)',
+      'Session adapter JSON for the AUTH-2 session checks, instead of the session pairs detected in the tool list: {"open":{tool,arguments},"send":{tool,arguments with "{{sessionId}}" and "{{command}}"}}, optionally "sessionId":"<dotted path in the open result>" (default: structuredContent.sessionId and the like, else the only text block of the open result: its JSON sessionId, "session:<id>"-like text, or the whole text)',
     group: 'Target:',
   },
   elicitation: {
