@@ -319,7 +319,9 @@ describe('discoverability', () => {
     // The usage lines, the host subcommand among them, each on one line of their own.
     expect(stdout).toMatch(/^mcp-sandbox-conformance host \[options\]\s+check a Codex build instead \(host --help\)$/m);
     expect(stdout).toMatch(/^mcp-sandbox-conformance \[options\] <server> \[args\.\.\.\]\s+a stdio server \(an executable, or a \.js\/\.mjs\/\.cjs file\)$/m);
-    expect(stdout).toMatch(/"sessionId":"<dotted path in the open\s+result>"\s+\(default:\s+structuredContent\.sessionId\s+and\s+the\s+like,\s+else\s+the\s+only\s+text\s+block/);
+    expect(stdout).toMatch(
+      /"sessionId":"<dotted path in the open\s+result>"\s+\(default:\s+structuredContent\.sessionId\s+and\s+the\s+like,\s+else\s+the\s+only\s+text\s+block/,
+    );
   });
   test('list shows every check (or those a glob matches); explain shows one', async () => {
     const list = await cli(['list']);
