@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Transport } from '../codex-wire.js';
-import { freePort } from '../http-target.js';
 import { fixturesDir } from '../paths.js';
 import { spawnTracked } from '../process-registry.js';
 import type { McpServerConfig } from './codex-config.js';
@@ -73,8 +72,9 @@ export async function startRecordingServer(transport: Transport, logFile: string
   if (transport === 'stdio') {
     return { config: { transport: 'stdio', command: process.execPath, args, env: {} }, logFile, stop: async () => undefined };
   }
-  const port = await freePort();
-  const tracked = spawnTracked(process.execPath, [...args, '--http', '--port', String(port), '--host', '127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Port 0: the server takes a free port as it listens and prints it (a port picked here first
+  // could be taken by another process before the server listens: EADDRINUSE under load).
+  const tracked = spawnTracked(process.execPath, [...args, '--http', '--port', '0', '--host', '127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
   const child = tracked.child;
   const stop = () => tracked.stop();
   let stderr = '';
