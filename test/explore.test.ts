@@ -1,11 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import { EXPLORE_DEFAULTS, sequencesHoldContract } from '../suites/server/explore.js';
-import { grade, type GradedResult } from '../cli/grade.js';
-import { allScenarios } from '../suites/index.js';
-import { runSuite } from '../suites/engine/runner.js';
+import type { GradedResult } from '../cli/grade.js';
 import type { ExploreOptions } from '../suites/engine/model.js';
 import { soakHoldsContract } from '../suites/server/lifetime.js';
-import { mutantsServer, nodePlan, referenceServer, runAgainst } from './helpers.js';
+import { mutantsServer, referenceServer, runAgainst } from './helpers.js';
 import { ONLY_EXPLORATION_FINDS } from './matrix-cases.js';
 
 /**
@@ -85,12 +83,8 @@ describe.concurrent('exploration', () => {
     // On the exec tool alone: session_open starts its command after it answers, so whether a step
     // sent there shows by judging time varies with the load, and with it what shrinking keeps (a
     // full run once replayed other steps). The replay must meet the same outcomes.
-    const execAlone = async (server: string[], explore: ExploreOptions) => {
-      const plan = nodePlan(server, { explore }, exploreOnly);
-      plan.skipTools = ['session_open', 'session_send'];
-      plan.session = undefined;
-      return explored(grade((await runSuite(plan, allScenarios)).results, false));
-    };
+    const execAlone = async (server: string[], explore: ExploreOptions) =>
+      explored((await runAgainst(server, { explore }, { ...exploreOnly, session: false, skipTools: ['session_open', 'session_send'] })).results);
     const found = (await execAlone([mutantsServer, 'round-robin-workers'], EXPLORE_DEFAULTS)).counterexample!;
     const [seed, ...path] = found.replay.split(':');
     const replay = { seed: Number(seed), path: path.join(':') };

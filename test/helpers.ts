@@ -37,11 +37,13 @@ export interface PlanVariant {
   exec?: ConfiguredExec[];
   /** false: no session adapter (the session checks drive the pairs detected in the tool list); default the reference's. */
   session?: false;
+  /** Tools the operator leaves out by name (--skip-tool). */
+  skipTools?: string[];
 }
 
 /** The same server over stdio and, started by the suite per scenario, over Streamable HTTP. */
 export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> = {}, variant: PlanVariant = {}): RunPlan {
-  const { http = true, env = {}, jobs = 2, select = () => true, exec, session } = variant;
+  const { http = true, env = {}, jobs = 2, select = () => true, exec, session, skipTools } = variant;
   const httpCommand = [process.execPath, ...args, '--http', '--port', '{port}'].map((a) => (a === '{port}' ? a : shellQuote(a))).join(' ');
   return {
     targets: {
@@ -50,6 +52,7 @@ export function nodePlan(args: string[], overrides: Partial<RunPlan['options']> 
     },
     ...(session === false ? {} : { session: referenceSession }),
     ...(exec ? { exec } : {}),
+    ...(skipTools ? { skipTools } : {}),
     options: { assumeOptIn: false, startupTimeoutMs: 30_000, callTimeoutMs: 30_000, ...overrides },
     jobs,
     select,
