@@ -293,7 +293,7 @@ async function openedSession(ctx: ScenarioContext, check: CheckDef, adapter: Ses
   if (!sessionLaunch || sessionLaunch.launcher !== 'a') {
     return pairCouldNotRun(
       adapter,
-      `under the same authority the session (id ${JSON.stringify(id)}) did not run the command it was sent inside a launch of the launcher sent (the send returned ${JSON.stringify(summarizeOutcome(same.outcome))})`,
+      `under the same authority the session (id ${JSON.stringify(id).slice(0, 80)}) did not run the command it was sent inside a launch of the launcher sent (the send returned ${JSON.stringify(summarizeOutcome(same.outcome))})`,
       opened,
     );
   }
