@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fixturesDir } from './paths.js';
@@ -54,6 +55,28 @@ export interface Observations {
   launches: Launch[];
   probeRuns: ProbeRun[];
   trapCalls: TrapCall[];
+}
+
+type ObservedRecord = { kind: 'launch'; launch: Launch } | { kind: 'trap'; call: TrapCall } | { kind: 'probe'; run: ProbeRun };
+
+/** What one record file of the log or marker directory says; undefined for a probe record created but not written yet. */
+function recordOf(name: string, text: string): ObservedRecord | undefined {
+  if (name.startsWith('launch-') && name.endsWith('.argv')) {
+    const argv = decodeArgv(text);
+    const isCapabilityProbe = JSON.stringify(argv) === JSON.stringify(CAPABILITY_PROBE);
+    const id = name.slice(0, -'.argv'.length);
+    return { kind: 'launch', launch: { id, launcher: id.split('-').at(-1) ?? '', argv, isCapabilityProbe } };
+  }
+  if (name.startsWith('trap.')) return { kind: 'trap', call: { trap: name.split('.')[1] ?? '', argv: decodeArgv(text) } };
+  // Created but not written yet (the probe makes it, then writes it in one write), or never
+  // written (the probe was killed in between): not a record, for every reader (a wait goes on
+  // waiting; a judge never takes it for a run outside any launch).
+  if (text === '') return undefined;
+  const fields = Object.fromEntries(text.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
+  return {
+    kind: 'probe',
+    run: { nonce: name.split('.')[1] ?? '', launchId: fields.launch ?? '', cwd: fields.cwd ?? '', pid: fields.pid ?? '', invoked: fields.invoked ?? '' },
+  };
 }
 
 const templates = new Map<string, Promise<string>>();
@@ -333,40 +356,32 @@ export class ScenarioObservers {
     }
   }
 
+  /** Records read whole, by path: each is written once, and read() is polled. */
+  private readonly records = new Map<string, ObservedRecord>();
+
   async read(): Promise<Observations> {
     const dirs = [...new Set([this.logDir, this.markerDir])];
     // Records only: never the launcher's fifos (opening one waits for a writer) nor its output heads.
-    const record = (name: string) =>
+    const isRecord = (name: string) =>
       (name.startsWith('launch-') && name.endsWith('.argv')) || name.startsWith('trap.') || (name.startsWith('probe.') && name.endsWith('.ran'));
     const listed = await Promise.all(dirs.map(async (dir) => (await readdir(dir)).map((name) => ({ dir, name }))));
-    const names = listed.flat().filter(({ name }) => record(name));
+    const names = listed.flat().filter(({ name }) => isRecord(name));
     const observations: Observations = { launches: [], probeRuns: [], trapCalls: [] };
-    await Promise.all(
-      names.map(async ({ dir, name }) => {
-        const text = await readFile(join(dir, name), 'utf8');
-        if (name.startsWith('launch-') && name.endsWith('.argv')) {
-          const argv = decodeArgv(text);
-          const isCapabilityProbe = JSON.stringify(argv) === JSON.stringify(CAPABILITY_PROBE);
-          const id = name.slice(0, -'.argv'.length);
-          observations.launches.push({ id, launcher: id.split('-').at(-1) ?? '', argv, isCapabilityProbe });
-        } else if (name.startsWith('trap.')) {
-          observations.trapCalls.push({ trap: name.split('.')[1] ?? '', argv: decodeArgv(text) });
-        } else if (name.startsWith('probe.') && name.endsWith('.ran')) {
-          // Created but not written yet (the probe makes it, then writes it in one write), or never
-          // written (the probe was killed in between): not a record, for every reader (a wait goes
-          // on waiting; a judge never takes it for a run outside any launch).
-          if (text === '') return;
-          const fields = Object.fromEntries(text.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
-          observations.probeRuns.push({
-            nonce: name.split('.')[1] ?? '',
-            launchId: fields.launch ?? '',
-            cwd: fields.cwd ?? '',
-            pid: fields.pid ?? '',
-            invoked: fields.invoked ?? '',
-          });
-        }
-      }),
-    );
+    for (const { dir, name } of names) {
+      const path = join(dir, name);
+      let record = this.records.get(path);
+      if (!record) {
+        // Read at once, not through the thread pool: records are a few hundred bytes, polled while
+        // a call is awaited, and an async read's open, fstat, read and close cost more than the read.
+        const text = readFileSync(path, 'utf8');
+        record = recordOf(name, text);
+        // A record is written once, in one write: kept once whole (an argv ends with its NUL).
+        if (record && (record.kind === 'probe' || (text.endsWith('\0') && text.length < 4096))) this.records.set(path, record);
+      }
+      if (record?.kind === 'launch') observations.launches.push(record.launch);
+      else if (record?.kind === 'trap') observations.trapCalls.push(record.call);
+      else if (record?.kind === 'probe') observations.probeRuns.push(record.run);
+    }
     observations.launches.sort((a, b) => a.id.localeCompare(b.id));
     if (this.realCodex) observations.probeRuns.push(...(await this.unrecordedRuns(observations)));
     return observations;

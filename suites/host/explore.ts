@@ -15,6 +15,7 @@ import { callNote, type ScriptedCall } from '../../harness/host-mode/model-serve
 import { RECORDING_RESOURCE, RECORDING_TOOL, withMethod, type RecordedMessage } from '../../harness/host-mode/recording.js';
 import { isObject } from '../../harness/json.js';
 import type { Counterexample, CounterexampleStep } from '../engine/model.js';
+import { ShrinkBudget } from '../engine/shrinking.js';
 import { counterexampleOf } from '../server/explore.js';
 import { hostCheckDefs } from './checks.js';
 import { argumentsNote, hasOwn, json, metaOf } from './observed.js';
@@ -40,11 +41,13 @@ export const HOST_EXPLORE_DEFAULTS: HostExploreOptions = { runs: 4, seed: 202612
 const WORKERS = 2;
 const MAX_STEPS = 8;
 /**
- * Shrinking reruns each candidate on a fresh host: capped by count (so that, within the time cap, the
- * result does not depend on load) and by time (a real Codex takes seconds per rerun, and a defect
- * that shows only now and then makes many candidates pass).
+ * Shrinking reruns each candidate on a fresh host: capped by count and by how many in a row
+ * shortened nothing (ShrinkBudget: so that, within the time cap, the result does not depend on load),
+ * done at one step (a host step is one request: nothing simpler to show), and by time (a real Codex takes seconds per rerun, and a defect that shows only now and then makes
+ * many candidates pass).
  */
 const MAX_SHRINK_RUNS = 12;
+const SHRINK_PATIENCE = 4;
 const SHRINK_TIME_MS = 20_000;
 /** Workspaces beside the session's own that threads and turns may move to. */
 const EXTRA_WORKSPACES = 1;
@@ -619,6 +622,7 @@ interface WorkerResult {
   seed: number;
   sequences: number;
   shrinks: number;
+  shrinking: ShrinkBudget;
   failure?: SequenceOutcome;
   failedAt?: number;
   path?: string;
@@ -634,7 +638,7 @@ async function exploreWorker(
 ) {
   const property = fc.asyncProperty(commandsArb(replay?.commands), async (commands) => {
     if (result.problem || (shared.stopped && !result.failure) || options.signal?.aborted) return true;
-    if (result.failure && (result.shrinks >= MAX_SHRINK_RUNS || Date.now() > result.failedAt! + SHRINK_TIME_MS)) return true;
+    if (result.failure && (result.shrinking.spent || Date.now() > result.failedAt! + SHRINK_TIME_MS)) return true;
     const outcome = await runSequence(options, commands, !replay);
     if (outcome.seq.problem && outcome.violations.length === 0) {
       if (!result.failure) {
@@ -643,8 +647,14 @@ async function exploreWorker(
       }
       return true;
     }
-    if (result.failure) result.shrinks++;
-    else result.sequences++;
+    const size = outcome.violations.length > 0 ? [outcome.seq.story.length] : undefined;
+    if (result.failure) {
+      result.shrinks++;
+      result.shrinking.rerun(size);
+    } else {
+      result.sequences++;
+      if (size) result.shrinking.start(size);
+    }
     if (outcome.violations.length === 0) return true;
     shared.stopped = true;
     result.failure = outcome;
@@ -676,7 +686,7 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
         seed: (explore.seed + k) | 0,
         runs: Math.floor(explore.runs / WORKERS) + (k < explore.runs % WORKERS ? 1 : 0),
       }));
-  const results: WorkerResult[] = plans.map((p) => ({ seed: p.seed, sequences: 0, shrinks: 0 }));
+  const results: WorkerResult[] = plans.map((p) => ({ seed: p.seed, sequences: 0, shrinks: 0, shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1) }));
   const shared = { stopped: false };
   const replayOf = (path: string) => {
     const at = path.indexOf('@');

@@ -3,6 +3,7 @@ import type { Transport } from '../../harness/codex-wire.js';
 import { isObject } from '../../harness/json.js';
 import { GRAMMAR } from './commands.js';
 import { brokenRules, controlledPass, violationsVerdict } from '../engine/judge.js';
+import { ShrinkBudget } from '../engine/shrinking.js';
 import {
   BAD,
   Burst,
@@ -68,11 +69,9 @@ const MAX_STEPS = 10;
 /** What each sequence adds to its worker's budget (Budget): idle time and the extra calls of repeated steps. */
 const IDLE_PER_SEQUENCE_MS = 300;
 const REPEATS_PER_SEQUENCE = 4;
-/**
- * Shrinking reruns each candidate on a fresh server: capped by count, not time, so that the
- * sequence a failure shrinks to does not depend on the machine's load.
- */
+/** Shrinking reruns each candidate on a fresh server: at most this many, and no more once 8 in a row shortened nothing (ShrinkBudget). */
 const MAX_SHRINK_RUNS = 40;
+const SHRINK_PATIENCE = 8;
 /** What a time budget allows shrinking on top of it (--explore-time): about as long as 40 reruns take under load. */
 const SHRINK_ALLOWANCE_MS = 60_000;
 
@@ -149,6 +148,7 @@ interface WorkerResult {
   seed: number;
   sequences: number;
   shrinks: number;
+  shrinking: ShrinkBudget;
   executed: number;
   failure?: TrafficOutcome;
   path?: string;
@@ -191,7 +191,7 @@ async function exploreWorker(
   const budget: Budget = { idleMs: IDLE_PER_SEQUENCE_MS * runs, calls: REPEATS_PER_SEQUENCE * runs };
   const property = fc.asyncProperty(commandArbitrary(ctx, replay?.commands), async (commands) => {
     if (result.infrastructure || (shared.stopped && !result.failure)) return true;
-    if (result.failure && result.shrinks >= MAX_SHRINK_RUNS) return true;
+    if (result.failure && result.shrinking.spent) return true;
     let outcome: TrafficOutcome;
     try {
       // Shrinking and replaying are not held to the budget: the failure's own idle steps and repeats must run.
@@ -207,8 +207,10 @@ async function exploreWorker(
       shared.stopped = true;
       return true;
     }
-    if (result.failure) result.shrinks++;
-    else {
+    if (result.failure) {
+      result.shrinks++;
+      result.shrinking.rerun(outcome.violations.length > 0 ? storySize(outcome) : undefined);
+    } else {
       result.sequences++;
       result.executed += outcome.executed;
     }
@@ -218,6 +220,7 @@ async function exploreWorker(
       return true;
     }
     shared.stopped = true;
+    if (!result.failure) result.shrinking.start(storySize(outcome));
     result.failure = outcome;
     return false;
   });
@@ -261,7 +264,7 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
       ctx.progress(shrinking ? `shrinking a failure: ${shrinking} reruns` : `${run}/${options.runs} sequences`);
     },
   };
-  results.push(...plans.map((p) => ({ seed: p.seed, sequences: 0, shrinks: 0, executed: 0 })));
+  results.push(...plans.map((p) => ({ seed: p.seed, sequences: 0, shrinks: 0, shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE), executed: 0 })));
   const replayOf = (path: string | undefined) => {
     if (path === undefined) return undefined;
     const at = path.indexOf('@');
@@ -289,6 +292,9 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   // Over HTTP every call must be refused: that says something only when the tool runs commands where it may (the stdio control).
   return ctx.transport === 'http' ? controlledPass(ctx, 'nothing ran over HTTP', note) : pass(note);
 }
+
+/** How long a failing sequence's story is: its steps up to the break, then its calls (a repeat of 3 beats a repeat of 30). */
+const storySize = (outcome: TrafficOutcome): number[] => [outcome.run.value?.story(outcome).length ?? 0, outcome.run.calls.length];
 
 /** A failing sequence as the reports show it (host exploration's too): its replay token, how it was found, its story, what it broke. */
 export function counterexampleOf(
