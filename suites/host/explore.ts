@@ -686,7 +686,12 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
         seed: (explore.seed + k) | 0,
         runs: Math.floor(explore.runs / WORKERS) + (k < explore.runs % WORKERS ? 1 : 0),
       }));
-  const results: WorkerResult[] = plans.map((p) => ({ seed: p.seed, sequences: 0, shrinks: 0, shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1) }));
+  const results: WorkerResult[] = plans.map((p) => ({
+    seed: p.seed,
+    sequences: 0,
+    shrinks: 0,
+    shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1),
+  }));
   const shared = { stopped: false };
   const replayOf = (path: string) => {
     const at = path.indexOf('@');
