@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -38,9 +39,18 @@ export interface StartedHttpServer {
   stop(): Promise<void>;
 }
 
+/** Tries of --http-command on another port when the one picked was taken before the server listened. */
+const PORT_ATTEMPTS = 3;
+
 /**
  * Starts `--http-command` on a free loopback port (its `{port}` filled in), in its own process
- * group, and waits until the port accepts connections. Throws with the reason on exit or timeout.
+ * group, and waits until the port accepts connections from it. A port is picked, freed, then given
+ * to the command: another process (another run's server, a client's ephemeral port) may take it in
+ * between. Then the command either exits with "address in use" or, worse, the port answers for
+ * someone else, whose calls and records are not this scenario's (an HTTP check judging "nothing
+ * ran here" would pass on them): so the listener must be one of the command's processes, and on
+ * either the command is stopped and started again on another port. Throws with the reason on
+ * exit or timeout.
  */
 export async function startHttpCommand(
   template: string,
@@ -50,14 +60,35 @@ export async function startHttpCommand(
   timeoutMs: number,
   transcript: Transcript,
 ): Promise<StartedHttpServer> {
-  assertNotAborted();
-  const port = await freePort();
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    assertNotAborted();
+    const port = await freePort();
+    const started = await startOnPort(template, port, { env, cwd, deadline, timeoutMs }, transcript);
+    if ('stop' in started) return { url: `http://127.0.0.1:${port}${path}`, ...started };
+    if (attempt >= PORT_ATTEMPTS || Date.now() > deadline) throw new Error(started.error);
+    transcript.note(`${started.error}: starting it again on another port`);
+  }
+}
+
+/** One start of the command on `port`: the server once it listens there, or why another port is worth a try (thrown otherwise). */
+async function startOnPort(
+  template: string,
+  port: number,
+  options: { env: NodeJS.ProcessEnv; cwd: string | undefined; deadline: number; timeoutMs: number },
+  transcript: Transcript,
+): Promise<{ child: ChildProcess; stop(): Promise<void> } | { error: string }> {
   const command = template.replaceAll('{port}', String(port));
   transcript.note(`starting: ${command}`);
-  const tracked = spawnTracked('/bin/sh', ['-c', command], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], contain: true });
+  const tracked = spawnTracked('/bin/sh', ['-c', command], { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], contain: true });
   const child = tracked.child;
-  // Its output goes to the transcript (which keeps its start and end: a chatty server must not fill the memory).
-  const record = (chunk: string) => transcript.stderr(chunk);
+  // Its output goes to the transcript (which keeps its start and end: a chatty server must not fill
+  // the memory); its last words are kept here too, to tell a port taken from another failure.
+  let tail = '';
+  const record = (chunk: string) => {
+    transcript.stderr(chunk);
+    tail = (tail + chunk).slice(-2048);
+  };
   child.stdout?.setEncoding('utf8').on('data', record);
   child.stderr?.setEncoding('utf8').on('data', record);
   let exited: string | undefined;
@@ -65,34 +96,77 @@ export async function startHttpCommand(
   child.once('error', (error) => (exited = error.message));
   const stop = () => tracked.stop();
   // An aborted job (timeout, target dead) stops the server at once, also while it is starting.
-  const scope = currentScope();
   let aborted: string | undefined;
-  const forget = scope?.onAbort((reason) => {
+  const forget = currentScope()?.onAbort((reason) => {
     aborted = reason;
     void stop();
   });
-  const deadline = Date.now() + timeoutMs;
+  const fail = async (error: string) => {
+    await stop();
+    forget?.();
+    return error;
+  };
   // Poll the port often at first (most servers listen within a few hundred ms), then every 25 ms.
   let pause = 5;
   while (!(await portOpen(port))) {
-    if (aborted !== undefined) {
-      await stop();
-      throw new Error(aborted);
-    }
+    if (aborted !== undefined) throw new Error(await fail(aborted));
     if (exited) {
-      await stop();
-      forget?.();
-      throw new Error(`the HTTP server command exited (${exited}) before listening on port ${port}`);
+      const error = await fail(`the HTTP server command exited (${exited}) before listening on port ${port}`);
+      if (/EADDRINUSE|address already in use/i.test(tail)) return { error: `${error}: the port was taken` };
+      throw new Error(error);
     }
-    if (Date.now() > deadline) {
-      await stop();
-      forget?.();
-      throw new Error(`the HTTP server command did not listen on port ${port} within the startup timeout (${timeoutMs} ms)`);
-    }
+    if (Date.now() > options.deadline)
+      throw new Error(await fail(`the HTTP server command did not listen on port ${port} within the startup timeout (${options.timeoutMs} ms)`));
     await new Promise((r) => setTimeout(r, pause));
     pause = Math.min(25, pause + 5);
   }
-  return { url: `http://127.0.0.1:${port}${path}`, child, stop };
+  if (!listenerAmong(port, tracked.pids())) return { error: await fail(`port ${port} answered, but not from the HTTP server command's processes`) };
+  return { child, stop };
+}
+
+/** The inodes of the sockets listening on `port` (Linux: /proc/net/tcp and tcp6); undefined where they cannot be read. */
+function listeningInodes(port: number): Set<string> | undefined {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const inodes = new Set<string>();
+  let readable = false;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+      readable = true;
+    } catch {
+      continue;
+    }
+    // sl local_address rem_address st ... inode: the state 0A is LISTEN, the inode the tenth field.
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[1]?.endsWith(hexPort) && fields[3] === '0A' && fields[9]) inodes.add(fields[9]);
+    }
+  }
+  return readable ? inodes : undefined;
+}
+
+/** Whether one of `pids` holds the socket listening on `port` (true where this system cannot tell). */
+export function listenerAmong(port: number, pids: number[]): boolean {
+  const inodes = listeningInodes(port);
+  if (!inodes) return true;
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (socket && inodes.has(socket[1]!)) return true;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return false;
 }
 
 /**

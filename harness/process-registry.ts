@@ -113,6 +113,8 @@ export interface TrackedProcess {
    * it. SIGTERM, SIGKILL after `graceMs` to whatever is left. Safe to call more than once.
    */
   stop(graceMs?: number): Promise<void>;
+  /** Its processes now: its cgroup's members, else its group leader and what was recorded of its tree. */
+  pids(): number[];
 }
 
 /**
@@ -138,7 +140,7 @@ export function spawnTracked(command: string, args: string[], options: SpawnTrac
   if (pgid === undefined) {
     // Nothing started ('error' follows).
     if (cgroup) removeServerCgroupNow(cgroup);
-    return { child, stop: async () => undefined };
+    return { child, stop: async () => undefined, pids: () => [] };
   }
   const group: TrackedGroup = { pgid, child, run: currentScope()?.root, cgroup };
   if (options.contain && !cgroup) group.seen = new Map([[pgid, readStat(pgid)?.startTime ?? 0]]);
@@ -157,7 +159,8 @@ export function spawnTracked(command: string, args: string[], options: SpawnTrac
     const over = group.cgroup ? !cgroupPopulated(group.cgroup) : !groupRunning(pgid) && !(group.seen && stillSeen(group.seen).length > 0);
     if (over) void stop();
   });
-  return { child, stop };
+  const pids = () => (group.cgroup ? cgroupMembers(group.cgroup) : [pgid, ...descendantsOf(pgid), ...(group.seen ? stillSeen(group.seen) : [])]);
+  return { child, stop, pids };
 }
 
 /** SIGKILL, now, to a group, its leader's descendants, its cgroup and what is left of its recorded tree. */
