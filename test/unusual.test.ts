@@ -57,7 +57,8 @@ const variants: Record<string, Variant> = {
   'bash-wrapper': { http: true, mustPass: [...CORE, ...HTTP] },
   'script-wrapper': { http: false, mustPass: CORE },
   paginated: { http: false, mustPass: [...CORE, 'catalog/same-across-startups', 'catalog/stable-on-relist'] },
-  'anyof-cwd': { http: false, mustPass: CORE },
+  // A command that takes a string or an argv array, both launched: the string shape is driven too (execution/every-exec-tool).
+  'anyof-cwd': { http: false, mustPass: [...CORE, 'execution/every-exec-tool'] },
   'verifies-launcher': { http: false, mustPass: CORE },
   'recycling-pool': { http: true, mustPass: [...CORE, ...HTTP] },
   'out-of-order': { http: false, mustPass: CORE },
