@@ -75,6 +75,8 @@ const variants: Record<string, Variant> = {
   // execution/every-exec-tool sends to shell_send through its pair: with everything Codex sends, without a launcher, with a relative one.
   'session-pair': { http: true, mustPass: [...CORE, ...HTTP, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
   'session-pair-numbers': { http: false, mustPass: [...CORE, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
+  // A command string with an optional args array (a command line, or a program and its arguments) and a tool whose args are required: both launched.
+  'args-array': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
