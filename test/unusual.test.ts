@@ -77,6 +77,8 @@ const variants: Record<string, Variant> = {
   'session-pair-numbers': { http: false, mustPass: [...CORE, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
   // A command string with an optional args array (a command line, or a program and its arguments) and a tool whose args are required: both launched.
   'args-array': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // Commands one level down ({request: {command, cwd?}}, {params: {cmd: argv | string, timeout_ms}}), found with no configuration: both launched.
+  'nested-command': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {
