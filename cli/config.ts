@@ -212,7 +212,10 @@ export function parseExecArgs(text: string | undefined): unknown {
     throw new UsageError(`--exec-args is not valid JSON: ${(error as Error).message}`);
   }
   if (!isObject(value)) throw new UsageError(`--exec-args must be a JSON object (the tool's arguments), e.g. '{"command":"{{argv}}"}'`);
-  if (!hasCommandPlaceholder(value)) throw new UsageError(`--exec-args must place the command with "{{argv}}" or "{{command}}", e.g. '{"command":"{{argv}}"}'`);
+  if (!hasCommandPlaceholder(value))
+    throw new UsageError(
+      `--exec-args must place the command with "{{argv}}" or "{{command}}" (or "{{argv0}}" and "{{argvRest}}"), e.g. '{"command":"{{argv}}"}'`,
+    );
   return value;
 }
 
@@ -246,11 +249,19 @@ export function skippedTools(names: readonly string[], execs: readonly ExecEntry
 /** Config "exec" as a list (one entry or several). */
 export const execEntries = (exec: ConfigFile['exec']): ExecEntry[] => (exec === undefined ? [] : Array.isArray(exec) ? exec : [exec]);
 
-/** True when the template places the command: a string that is "{{argv}}" (the array) or holds "{{command}}" (see renderArguments). */
+/**
+ * True when the template places the command: a string that is "{{argv}}" (the array) or holds
+ * "{{command}}", or the program ("{{argv0}}") with the rest of the argv ("{{argvRest}}") beside it (see renderArguments).
+ */
 function hasCommandPlaceholder(value: unknown): boolean {
+  const text = JSON.stringify(value);
+  return placesCommand(value) || (text.includes('{{argv0}}') && text.includes('"{{argvRest}}"'));
+}
+
+function placesCommand(value: unknown): boolean {
   if (typeof value === 'string') return value === '{{argv}}' || value.includes('{{command}}');
-  if (Array.isArray(value)) return value.some(hasCommandPlaceholder);
-  if (isObject(value)) return Object.values(value).some(hasCommandPlaceholder);
+  if (Array.isArray(value)) return value.some(placesCommand);
+  if (isObject(value)) return Object.values(value).some(placesCommand);
   return false;
 }
 

@@ -119,7 +119,7 @@ export const SERVER_FLAGS = {
     type: 'string',
     repeatable: true,
     describe:
-      'JSON arguments for --exec-tool (one per --exec-tool, in order, or none); "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string',
+      'JSON arguments for --exec-tool (one per --exec-tool, in order, or none); "{{argv}}" becomes the command as an array, "{{command}}" as one shell-quoted string, "{{argv0}}" the program and "{{argvRest}}" the rest of the argv',
     group: 'Target:',
   },
   'skip-tool': {

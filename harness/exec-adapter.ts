@@ -69,11 +69,11 @@ export function toolSchema(tool: Record<string, unknown>): ToolSchema {
 
 /**
  * The property a tool takes its command in: one of COMMAND_PROPERTIES; else, when its description
- * says it runs something, its only required (or only) string or array property.
+ * says it runs something, its only required (or only) string or array property, unless a command is nested one level down.
  */
 function commandProperty(tool: Record<string, unknown>, { properties, required }: ToolSchema): string | undefined {
   const named = COMMAND_PROPERTIES.find((n) => takesCommand(properties[n]));
-  if (named !== undefined || !describesRunning(tool)) return named;
+  if (named !== undefined || !describesRunning(tool) || nestedCommand({ properties, required })) return named;
   const candidates = (names: string[]) => names.filter((n) => takesCommand(properties[n]));
   const requiredOnes = candidates(required);
   if (requiredOnes.length === 1) return requiredOnes[0];
@@ -122,36 +122,135 @@ export interface DetectedTemplate {
   code?: CodeShape;
 }
 
+/** The name of an argv array beside a command string: `{command: "git", args: ["status"]}`. */
+const ARGS_PROPERTY = /^(args|arguments|argv|params)$/i;
+/** Where a server that nests its command (`{request: {command}}`, `{params: {cmd}}`) puts it: names that say command, never a shell's name or code. */
+const NESTED_COMMAND_PROPERTIES = ['command', 'cmd', 'argv', 'commandLine', 'script'] as const;
+
+/** An array of strings (or of anything unsaid): what an argv takes. */
+const takesArgv = (schema: unknown): boolean => {
+  if (!isObject(schema) || !schemaTypes(schema).has('array')) return false;
+  const items = schemaTypes(schema.items);
+  return items.size === 0 || items.has('string');
+};
+
+/** The argv array beside a schema level's command property (`args`, `arguments`, `params`), if there is one. */
+function argsBeside({ properties }: ToolSchema, command: string): string | undefined {
+  return Object.keys(properties).find((name) => name !== command && ARGS_PROPERTY.test(name) && takesArgv(properties[name]));
+}
+
+/**
+ * The command's place in one level of a schema: an array gets {{argv}} (no quoting to get wrong), a
+ * string {{command}}; a string beside a required argv array gets the program ({{argv0}}) and that
+ * array the rest ({{argvRest}}), as such servers spawn them.
+ */
+function commandTemplate(schema: ToolSchema, property: string): Record<string, unknown> {
+  const types = schemaTypes(schema.properties[property]);
+  const args = argsBeside(schema, property);
+  if (args !== undefined && schema.required.includes(args) && types.has('string')) return { [property]: '{{argv0}}', [args]: '{{argvRest}}' };
+  return { [property]: types.has('array') ? '{{argv}}' : '{{command}}' };
+}
+
+/** A command one level down, where a tool with none at the top nests it: a (required first) object property holding a command property. */
+function nestedCommand({ properties, required }: ToolSchema): { parent: string; level: ToolSchema; property: string } | undefined {
+  for (const parent of [...new Set([...required, ...Object.keys(properties)])]) {
+    const level = toolSchema({ inputSchema: properties[parent] });
+    const property = NESTED_COMMAND_PROPERTIES.find((n) => takesCommand(level.properties[n]));
+    if (property !== undefined) return { parent, level, property };
+  }
+  return undefined;
+}
+
+/** Fills a schema level's required properties the template leaves open (valueFor), noting each choice, or that it could not. */
+function fillRequired(template: Record<string, unknown>, schema: ToolSchema, notes: { chosen: string[]; unfilled: string[] }, prefix = ''): void {
+  for (const property of schema.required) {
+    if (property in template) continue;
+    const filled = valueFor(property, schema.properties[property]);
+    if (!filled) notes.unfilled.push(`${prefix}${property}`);
+    else {
+      template[property] = filled.value;
+      if (filled.value !== '{{cwd}}') notes.chosen.push(`${prefix}${property}: ${JSON.stringify(filled.value)} (${filled.why})`);
+    }
+  }
+}
+
 /**
  * Detects the arguments template from one tool's input schema and description, or undefined if it
- * has nowhere to put a command. A command that may be an array is given one ({{argv}}: no quoting
- * to get wrong); every other required property gets a value from its schema (valueFor), and those
- * it cannot fill are named (the server then rejects the call: see adapterRejection).
+ * has nowhere to put a command: at the top level (commandTemplate), or one level down where a
+ * server nests it. Every other required property, at either level, gets a value from its schema
+ * (valueFor), and those it cannot fill are named (the server then rejects the call: see adapterRejection).
  */
 export function detectTemplate(tool: Record<string, unknown>, path?: string): DetectedTemplate | undefined {
   const schema = toolSchema(tool);
   // A code tool gets a program in a language it offers ({{program}}), not a shell line: see harness/languages.ts.
   const code = codeToolOf(tool, path ?? process.env.PATH);
   const name = code?.property ?? commandProperty(tool, schema);
-  if (name === undefined) return undefined;
-  const template: Record<string, unknown> = code
-    ? { [name]: '{{program}}', ...(code.languageProperty ? { [code.languageProperty]: '{{language}}' } : {}) }
-    : { [name]: schemaTypes(schema.properties[name]).has('array') ? '{{argv}}' : '{{command}}' };
-  const chosen: string[] = [];
-  const unfilled: string[] = [];
-  for (const property of schema.required) {
-    if (property in template) continue;
-    const filled = valueFor(property, schema.properties[property]);
-    if (!filled) unfilled.push(property);
-    else {
-      template[property] = filled.value;
-      if (filled.value !== '{{cwd}}') chosen.push(`${property}: ${JSON.stringify(filled.value)} (${filled.why})`);
-    }
-  }
+  const nested = name === undefined ? nestedCommand(schema) : undefined;
+  if (name === undefined && nested === undefined) return undefined;
+  const notes = { chosen: [] as string[], unfilled: [] as string[] };
+  let template: Record<string, unknown>;
+  if (code) template = { [code.property]: '{{program}}', ...(code.languageProperty ? { [code.languageProperty]: '{{language}}' } : {}) };
+  else if (nested) {
+    const inner = commandTemplate(nested.level, nested.property);
+    fillRequired(inner, nested.level, notes, `${nested.parent}.`);
+    template = { [nested.parent]: inner };
+  } else template = commandTemplate(schema, name!);
+  fillRequired(template, schema, notes);
   const shape = code
     ? { code: { languages: code.languages.map((l) => ({ id: l.language.id, ...(l.value !== undefined ? { value: l.value } : {}) })), missing: code.missing } }
     : {};
-  return { arguments: template, chosen, unfilled, ...shape };
+  return { arguments: template, ...notes, ...shape };
+}
+
+/** Another shape of a tool's command than its template's, as a model may send it: the template to send instead, and how findings name it. */
+export interface CommandShape {
+  arguments: unknown;
+  /** "command as a shell string", "the program in command, its arguments in args". */
+  label: string;
+}
+
+const COMMAND_SLOTS = new Set(['{{argv}}', '{{command}}', '{{argv0}}']);
+
+/** Where a template holds its command as a whole value: the property's path, at the top level or one level down. */
+function commandSlot(template: unknown): string[] | undefined {
+  if (!isObject(template)) return undefined;
+  const top = Object.keys(template).find((key) => COMMAND_SLOTS.has(template[key] as string));
+  if (top !== undefined) return [top];
+  for (const [key, value] of Object.entries(template)) {
+    const inner = isObject(value) ? Object.keys(value).find((k) => COMMAND_SLOTS.has(value[k] as string)) : undefined;
+    if (inner !== undefined) return [key, inner];
+  }
+  return undefined;
+}
+
+/**
+ * The other shapes the tool's schema lets its command take, each an argument choice
+ * (suites/engine/tool-calls.ts): a string where the template sends an argv array, or an array
+ * where it sends a string (a property that takes both, `anyOf`), and the program with the rest of
+ * the argv in an `args` array beside a command string. None for a tool whose schema allows no other.
+ */
+export function commandShapes(tool: { arguments: unknown; inputSchema?: Record<string, unknown> }): CommandShape[] {
+  const slot = commandSlot(tool.arguments);
+  if (slot === undefined || tool.inputSchema === undefined) return [];
+  const [parent, property] = slot.length === 2 ? slot : [undefined, slot[0]!];
+  const top = toolSchema({ inputSchema: tool.inputSchema });
+  const level = parent === undefined ? top : toolSchema({ inputSchema: top.properties[parent] });
+  const template = tool.arguments as Record<string, unknown>;
+  const levelTemplate = (parent === undefined ? template : template[parent]) as Record<string, unknown>;
+  const current = levelTemplate[property!];
+  const types = schemaTypes(level.properties[property!]);
+  const at = (values: Record<string, unknown>) =>
+    parent === undefined ? { ...template, ...values } : { ...template, [parent]: { ...levelTemplate, ...values } };
+  const name = slot.join('.');
+  const shapes: CommandShape[] = [];
+  if (current === '{{argv}}' && types.has('string')) shapes.push({ arguments: at({ [property!]: '{{command}}' }), label: `${name} as a shell string` });
+  if (current === '{{command}}' && types.has('array')) shapes.push({ arguments: at({ [property!]: '{{argv}}' }), label: `${name} as an argv array` });
+  const args = argsBeside(level, property!);
+  if (current !== '{{argv0}}' && args !== undefined && !(args in levelTemplate) && types.has('string')) {
+    const where = parent === undefined ? args : `${parent}.${args}`;
+    shapes.push({ arguments: at({ [property!]: '{{argv0}}', [args]: '{{argvRest}}' }), label: `the program in ${name}, its arguments in ${where}` });
+  }
+  return shapes;
 }
 
 /** The detected arguments template alone (detectTemplate), or undefined. */
@@ -336,16 +435,18 @@ export function usesShellString(template: unknown): boolean {
 }
 
 /**
- * Fills a template: "{{argv}}" (a whole string) becomes the argv array; "{{command}}" the
- * shell-quoted command; any other "{{name}}" the value of `vars[name]` (e.g. sessionId, cwd), and
- * stays as it is when vars has no such name.
+ * Fills a template: "{{argv}}" (a whole string) becomes the argv array, "{{argvRest}}" all of it but
+ * the program; "{{command}}" the shell-quoted command, "{{argv0}}" the program as it is; any other
+ * "{{name}}" the value of `vars[name]` (e.g. sessionId, cwd), and stays as it is when vars has no such name.
  */
 export function renderArguments(template: unknown, argv: string[], vars: Record<string, string> = {}): unknown {
   if (template === '{{argv}}') return [...argv];
+  if (template === '{{argvRest}}') return argv.slice(1);
   if (typeof template === 'string') {
     // One pass, so that a substituted value is never itself substituted into.
     return template.replace(/\{\{([A-Za-z0-9_]+)\}\}/g, (whole, name: string) => {
       if (name === 'command') return argv.map(shellQuote).join(' ');
+      if (name === 'argv0') return argv[0] ?? '';
       return Object.hasOwn(vars, name) ? vars[name]! : whole;
     });
   }
@@ -505,6 +606,8 @@ export interface ArgumentValues {
   extra?: Readonly<Record<string, unknown>>;
   /** A code tool's language for this call (default: the first it offers that this machine runs). */
   language?: LanguageId;
+  /** Another shape of the command than the template's (commandShapes): its template is sent instead. */
+  shape?: CommandShape;
 }
 
 /** A tool call's arguments, and its command as the server gets it. */
@@ -522,13 +625,14 @@ export interface BuiltArguments {
 export const takesProperties = (template: unknown): boolean => isObject(renderArguments(template, []));
 
 /**
- * Builds the arguments of a call of `tool` that runs `command`, with `values`: the template's
- * {{argv}} / {{command}} (the script verbatim, for a shell-string tool given one) and variables
- * filled, then the chosen optional properties and any extra ones set on an object.
+ * Builds the arguments of a call of `tool` that runs `command`, with `values`: the template's (or
+ * the chosen shape's) {{argv}} / {{command}} (the script verbatim, for a shell-string tool given
+ * one) and variables filled, then the chosen optional properties and any extra ones set on an object.
  */
 export function toolArguments(tool: ToolTemplate, command: ToolCommand, values: ArgumentValues = {}): BuiltArguments {
-  const shellString = usesShellString(tool.arguments);
-  const template = command.script !== undefined && shellString ? withScript(tool.arguments, command.script) : tool.arguments;
+  const base = values.shape?.arguments ?? tool.arguments;
+  const shellString = usesShellString(base);
+  const template = command.script !== undefined && shellString ? withScript(base, command.script) : base;
   const program = programFor(tool, command.argv, values.language);
   const vars = { ...values.vars, ...program?.vars };
   const rendered = renderArguments(template, command.argv, vars);

@@ -57,7 +57,8 @@ const variants: Record<string, Variant> = {
   'bash-wrapper': { http: true, mustPass: [...CORE, ...HTTP] },
   'script-wrapper': { http: false, mustPass: CORE },
   paginated: { http: false, mustPass: [...CORE, 'catalog/same-across-startups', 'catalog/stable-on-relist'] },
-  'anyof-cwd': { http: false, mustPass: CORE },
+  // A command that takes a string or an argv array, both launched: the string shape is driven too (execution/every-exec-tool).
+  'anyof-cwd': { http: false, mustPass: [...CORE, 'execution/every-exec-tool'] },
   'verifies-launcher': { http: false, mustPass: CORE },
   'recycling-pool': { http: true, mustPass: [...CORE, ...HTTP] },
   'out-of-order': { http: false, mustPass: CORE },
@@ -74,6 +75,10 @@ const variants: Record<string, Variant> = {
   // execution/every-exec-tool sends to shell_send through its pair: with everything Codex sends, without a launcher, with a relative one.
   'session-pair': { http: true, mustPass: [...CORE, ...HTTP, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
   'session-pair-numbers': { http: false, mustPass: [...CORE, ...SESSION_CHECKS, 'execution/every-exec-tool'] },
+  // A command string with an optional args array (a command line, or a program and its arguments) and a tool whose args are required: both launched.
+  'args-array': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // Commands one level down ({request: {command, cwd?}}, {params: {cmd: argv | string, timeout_ms}}), found with no configuration: both launched.
+  'nested-command': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {

@@ -1,5 +1,5 @@
 import type { ConnectionPurpose, SandboxEntries, Transport } from '../../harness/codex-wire.js';
-import type { ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import type { CommandShape, ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
 import type { LanguageId } from '../../harness/languages.js';
 import type { Connection } from '../../harness/target.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
@@ -501,6 +501,8 @@ export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
   optional?: Readonly<Record<string, unknown>>;
   /** A code tool's language for this call (default: the first it offers that this machine runs). */
   language?: LanguageId;
+  /** Another shape of the tool's command than its template's (harness/exec-adapter.ts commandShapes; default: the template's). */
+  shape?: CommandShape;
   /** Extra tool arguments (AUTH-1 smuggles authority in them). */
   extraArguments?: Record<string, unknown>;
   /**

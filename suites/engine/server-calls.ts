@@ -97,9 +97,14 @@ export function callSurface(site: CallSite): IsolatedContext {
       const built = toolArguments(
         adapter,
         { argv: command, script: options.command?.script },
-        { vars: { cwd: observers.workspaceDir, ...subdir }, optional, extra: options.extraArguments, language: options.language },
+        { vars: { cwd: observers.workspaceDir, ...subdir }, optional, extra: options.extraArguments, language: options.language, shape: options.shape },
       );
-      const said = [options.command?.form ?? 'simple', ...(built.language ? [`in ${built.language}`] : []), ...optionalText(optional)].join(', ');
+      const said = [
+        options.command?.form ?? 'simple',
+        ...(built.language ? [`in ${built.language}`] : []),
+        ...(options.shape ? [`with ${options.shape.label}`] : []),
+        ...optionalText(optional),
+      ].join(', ');
       const shown = { form: said, text: commandText(built.line, observers.dir) };
       // An optional property may change what runs (a login shell around the argv): FWD-1's exact argv is judged on calls without them.
       const argv = Object.keys(optional).length === 0 ? built.argv : undefined;

@@ -1,6 +1,16 @@
 import type { SandboxEntries } from '../../harness/codex-wire.js';
 import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
-import { argumentsShape, readSessionId, toolArguments, valueFor, type ExecAdapter, type SessionAdapter, type ToolAccount } from '../../harness/exec-adapter.js';
+import {
+  argumentsShape,
+  commandShapes,
+  readSessionId,
+  toolArguments,
+  valueFor,
+  type CommandShape,
+  type ExecAdapter,
+  type SessionAdapter,
+  type ToolAccount,
+} from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import { LANGUAGES, type LanguageId } from '../../harness/languages.js';
 import type { CallOptions, IsolatedContext } from './model.js';
@@ -84,18 +94,21 @@ export function optionalChoices(adapter: ExecAdapter): OptionalValues[] {
   return [NO_OPTIONAL_VALUES, ...alone, ...(properties.length > 1 ? [together] : [])];
 }
 
-/** One way of calling a tool: the optional values and language a call sets, and how a finding names them. */
+/** One way of calling a tool: the optional values, language or shape of its command a call sets, and how a finding names them. */
 export interface ArgumentChoice {
-  values: { optional?: OptionalValues; language?: LanguageId };
+  values: { optional?: OptionalValues; language?: LanguageId; shape?: CommandShape };
   label: string;
 }
 
 /**
  * Every way the suite calls a tool, the template alone first: then each other language a code tool
- * offers that this machine runs, then each choice of optional values (optionalChoices).
+ * offers that this machine runs, each other shape its command takes (commandShapes: a shell string
+ * where the template sends an argv, the program and an `args` array), then each choice of optional
+ * values (optionalChoices). A tool gets a choice only where its schema offers one.
  */
 export function argumentChoices(adapter: ExecAdapter): ArgumentChoice[] {
   const languages = (adapter.code?.languages ?? []).slice(1).map((l): ArgumentChoice => ({ values: { language: l.id }, label: `in ${labelOf(l.id)}` }));
+  const shapes = commandShapes(adapter).map((shape): ArgumentChoice => ({ values: { shape }, label: `with ${shape.label}` }));
   const optional = optionalChoices(adapter)
     .slice(1)
     .map((values): ArgumentChoice => ({
@@ -104,20 +117,22 @@ export function argumentChoices(adapter: ExecAdapter): ArgumentChoice[] {
         .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
         .join(', ')}`,
     }));
-  return [{ values: {}, label: 'its template' }, ...languages, ...optional];
+  return [{ values: {}, label: 'its template' }, ...languages, ...shapes, ...optional];
 }
 
 const labelOf = (id: LanguageId) => LANGUAGES.find((l) => l.id === id)!.label;
 
-/** A listed tool's account with the optional properties and languages its calls are sent, where there are any (the report header). */
+/** A listed tool's account with the shapes of its command, optional properties and languages its calls are sent, where there are any (the report header). */
 export function withShapes(account: ToolAccount): ToolAccount {
   const adapter = account.adapter;
   if (!adapter) return account;
   const choices = optionalChoices(adapter);
-  const shapes = choices.length > 1 ? [argumentsShape(adapter, choices.at(-1))] : [];
+  const commands = commandShapes(adapter);
+  const shapes = [...commands.map((shape) => shape.arguments), ...(choices.length > 1 ? [argumentsShape(adapter, choices.at(-1))] : [])];
   const optional = optionalProperties(adapter).map(({ name, values }) => `${name}: ${values.map((v) => JSON.stringify(v)).join(' | ')}`);
   const languages = adapter.code ? adapter.code.languages.map((l) => labelOf(l.id)) : [];
   const sent = [
+    ...commands.map((shape) => `${shape.label} ${JSON.stringify(shape.arguments)}`),
     ...(optional.length ? [`each optional property alone and all together (${optional.join('; ')})`] : []),
     ...(adapter.code ? [`programs in ${languages.join(', ')}${adapter.code.missing.length ? ` (not run here: ${adapter.code.missing.join(', ')})` : ''}`] : []),
   ];

@@ -50,6 +50,9 @@ describe('flags', () => {
     expect(() => execFlags(['a', 'b'], ['{"c":"{{argv}}"}'])).toThrow(/one --exec-args per --exec-tool/);
     expect(() => execFlags([], ['{"c":"{{argv}}"}'])).toThrow(/--exec-args needs --exec-tool/);
     expect(() => execFlags(['a', 'a'], [])).toThrow(/--exec-tool a given more than once/);
+    // The program and the rest of the argv beside it place the command too; the program alone does not.
+    expect(execFlags(['a'], ['{"command":"{{argv0}}","args":"{{argvRest}}"}'])[0]!.arguments).toEqual({ command: '{{argv0}}', args: '{{argvRest}}' });
+    expect(() => execFlags(['a'], ['{"command":"{{argv0}}"}'])).toThrow(/must place the command/);
     const list = [{ tool: 'a' }, { tool: 'b', arguments: { s: '{{command}}' } }];
     expect(validateConfig({ exec: list }, 'f')).toEqual({
       exec: [
