@@ -43,7 +43,7 @@ const MAX_STEPS = 8;
 /**
  * Shrinking reruns each candidate on a fresh host: capped by count and by how many in a row
  * shortened nothing (ShrinkBudget: so that, within the time cap, the result does not depend on load),
- * done at one step (a host step is one request: nothing simpler to show), and by time (a real Codex takes seconds per rerun, and a defect that shows only now and then makes
+ * done at one step that is the whole sequence (a host step is one request: nothing simpler to show), and by time (a real Codex takes seconds per rerun, and a defect that shows only now and then makes
  * many candidates pass).
  */
 const MAX_SHRINK_RUNS = 12;
@@ -647,7 +647,8 @@ async function exploreWorker(
       }
       return true;
     }
-    const size = outcome.violations.length > 0 ? [outcome.seq.story.length] : undefined;
+    // Its steps up to the break, then its commands (a replay runs those after the break too).
+    const size = outcome.violations.length > 0 ? [outcome.seq.story.length, [...commands].length] : undefined;
     if (result.failure) {
       result.shrinks++;
       result.shrinking.rerun(size);
@@ -690,7 +691,7 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
     seed: p.seed,
     sequences: 0,
     shrinks: 0,
-    shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1),
+    shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps, commands]) => steps! <= 1 && commands! <= 1),
   }));
   const shared = { stopped: false };
   const replayOf = (path: string) => {

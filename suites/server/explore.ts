@@ -209,7 +209,7 @@ async function exploreWorker(
     }
     if (result.failure) {
       result.shrinks++;
-      result.shrinking.rerun(outcome.violations.length > 0 ? storySize(outcome) : undefined);
+      result.shrinking.rerun(outcome.violations.length > 0 ? storySize(outcome, commands) : undefined);
     } else {
       result.sequences++;
       result.executed += outcome.executed;
@@ -220,7 +220,7 @@ async function exploreWorker(
       return true;
     }
     shared.stopped = true;
-    if (!result.failure) result.shrinking.start(storySize(outcome));
+    if (!result.failure) result.shrinking.start(storySize(outcome, commands));
     result.failure = outcome;
     return false;
   });
@@ -293,8 +293,15 @@ export async function explore(ctx: ScenarioContext, options: ExploreOptions): Pr
   return ctx.transport === 'http' ? controlledPass(ctx, 'nothing ran over HTTP', note) : pass(note);
 }
 
-/** How long a failing sequence's story is: its steps up to the break, then its calls (a repeat of 3 beats a repeat of 30). */
-const storySize = (outcome: TrafficOutcome): number[] => [outcome.run.value?.story(outcome).length ?? 0, outcome.run.calls.length];
+/**
+ * How long a failing sequence's story is: its steps up to the break, then its commands (those after
+ * the break are not run, but a replay runs them), then its calls (a repeat of 3 beats a repeat of 30).
+ */
+const storySize = (outcome: TrafficOutcome, commands: Iterable<unknown>): number[] => [
+  outcome.run.value?.story(outcome).length ?? 0,
+  [...commands].length,
+  outcome.run.calls.length,
+];
 
 /** A failing sequence as the reports show it (host exploration's too): its replay token, how it was found, its story, what it broke. */
 export function counterexampleOf(
