@@ -8,7 +8,7 @@ import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex
 import type { Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { smuggledAuthority } from '../server/authority.js';
-import { grammarProbe, GRAMMAR } from '../server/commands.js';
+import { commandKit, grammarProbe, GRAMMAR, type SlowForm } from '../server/commands.js';
 import { plantRelativeTraps } from '../server/launcher.js';
 import { awaitProbeRuns, carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from './judge.js';
 import type { CheckDef, CounterexampleStep, ExploreOptions, Finding, IsolatedContext, IsolatedRun, MonitoredCall, ProbeOptions } from './model.js';
@@ -149,6 +149,8 @@ export type Call =
       concurrent?: boolean;
       /** Which of the tool's argument choices (argumentChoices: optional values, a code tool's language) the call sets, modulo their count. */
       choice?: number;
+      /** A command that takes seconds (SLOW_FORMS) instead of the shape's. */
+      slow?: SlowForm;
     }
   | { kind: 'bad'; bad: BadAuthority };
 
@@ -169,6 +171,8 @@ export class Traffic {
   private readonly sessions: OpenSession[] = [];
   /** Nonces sent to sessions that accepted them: their commands may run a moment later. */
   private readonly sessionNonces: string[] = [];
+  /** Calls sent without waiting for their answer (beside): settle() waits for them. */
+  private readonly inFlight: Promise<void>[] = [];
   private resourceUri?: string | null;
   /** The numbers of the calls sent to the other exec tools (judged by what ran: they may take code, not shell). */
   private readonly extraCalls = new Set<number>();
@@ -269,12 +273,26 @@ export class Traffic {
     const choices = argumentChoices(call.tool ?? this.sub.exec!);
     const choice = choices[(call.choice ?? 0) % choices.length]!.values;
     const options: ProbeOptions = { check: this.options.checks.valid, ...(call.concurrent ? { concurrent: true } : {}), ...smuggled, ...choice };
-    if (!call.shape && !call.tool && !smuggled) {
+    if (!call.shape && !call.tool && !smuggled && !call.slow) {
       await this.sub.execProbe(entries, options);
       return;
     }
-    const entry = call.shape ? GRAMMAR[(call.shape - 1) % GRAMMAR.length] : undefined;
-    await grammarProbe(this.sub, entry, entries, { ...options, ...(call.tool ? { adapter: call.tool } : {}) });
+    const entry = call.slow ? { form: call.slow, size: '100 B' as const } : call.shape ? GRAMMAR[(call.shape - 1) % GRAMMAR.length] : undefined;
+    // A slow command's findings name the tool too, primary or not: what reruns a slow command is that tool's watchdog.
+    const adapter = call.tool ?? (call.slow ? this.sub.exec : undefined);
+    await grammarProbe(this.sub, entry, entries, { ...options, ...(adapter ? { adapter } : {}) });
+  }
+
+  /**
+   * Sends a call without waiting for its answer: the next steps go on beside it, and settle()
+   * waits for it. It is registered with the monitor before this returns, so that the calls keep the
+   * numbers they were given here.
+   */
+  async beside(step: StepRecord, call: Call): Promise<void> {
+    // Made before the call: from here to its registration the call waits on nothing but microtasks.
+    await commandKit(this.sub.observers);
+    this.inFlight.push(this.send(step, call));
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   /** A call whose authority is missing or malformed in one way: it must run nothing. */
@@ -362,8 +380,9 @@ export class Traffic {
     return this.options.idle(ms);
   }
 
-  /** A session runs what it accepted asynchronously: gives those commands a moment before the server stops. */
+  /** Waits for the calls sent beside the others; a session runs what it accepted asynchronously: gives those commands a moment before the server stops. */
   async settle(): Promise<void> {
+    await Promise.all(this.inFlight.splice(0));
     if (this.sessionNonces.length > 0) await awaitProbeRuns(this.sub, this.sessionNonces);
   }
 
@@ -517,6 +536,19 @@ export class Exec extends Step {
   }
   toString(): string {
     return `Exec(${this.change}${this.change === 'keys' || this.change === 'policy' ? `:${this.pick}` : ''}, shape ${this.shape}${this.smuggle ? ', smuggle' : ''}${this.launcherOverHttp ? ', launcher over http' : ''})`;
+  }
+}
+
+/** A command that takes seconds (SLOW_FORMS) under the current authority, left running beside the next steps (Traffic.beside). */
+export class SlowExec extends Step {
+  constructor(readonly form: SlowForm) {
+    super();
+  }
+  async act(_model: Model, traffic: Traffic): Promise<void> {
+    await traffic.beside(traffic.begin('exec a slow command, left running beside the next steps'), { kind: 'valid', slow: this.form, concurrent: true });
+  }
+  toString(): string {
+    return `SlowExec(${this.form})`;
   }
 }
 

@@ -15,7 +15,8 @@ import {
 import { brokenRules, violationsVerdict } from '../engine/judge.js';
 import { argumentsNotAuthority, stateFollowsCall } from './authority.js';
 import { Traffic, type CallChecks, type Model, type Step, type TrafficOutcome } from '../engine/traffic.js';
-import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, singleCalls } from '../engine/traffic.js';
+import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, singleCalls, SlowExec } from '../engine/traffic.js';
+import { SLOW_FORMS } from './commands.js';
 import { driveExecTool, everyExecTool } from './exec-tools.js';
 import { controlledPass } from '../engine/judge.js';
 import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
@@ -44,7 +45,12 @@ export const RESIDENT_GAPS = new Map([
   [16, 2000],
   [31, 1500],
 ]);
-/** The resident's core: its calls up to the first after the last gap. */
+/**
+ * The resident's core: its calls up to the first after the last gap, and the slow commands
+ * (SLOW_FORMS) it sends beside each gap (after its first calls, after 15, past 30 calls and 4 s), each
+ * answered: a server whose watchdog reruns a slow command outside the launch only after its first
+ * calls, or only later in its life, meets them in every default run, and they cost the run no time.
+ */
 const CORE_CALLS = Math.max(...RESIDENT_GAPS.keys()) + 2;
 /** How long the others wait at most for the resident to send its first call. */
 const HEAD_START_MS = 1_000;
@@ -154,6 +160,7 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   const steps = residentSteps();
   let listChanged = ctx.session.toolsListChanged;
   for (const [k, step] of steps.entries()) {
+    if (RESIDENT_GAPS.has(k)) for (const form of SLOW_FORMS) await new SlowExec(form).run(model, traffic);
     await paceCall(ctx, k, () => done);
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.reached('calling');
@@ -161,6 +168,7 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     if (k === CORE_CALLS - 1) {
       // Over 30 calls and 5 s into the server's life: its other exec tools too (a count or a timer may cover them all).
       for (const adapter of ctx.execTools) await driveExecTool(ctx, adapter, everyExecTool.id, false);
+      await traffic.settle();
       ctx.lifetime.reached('core');
     }
     ctx.lifetime.answered();
@@ -171,6 +179,7 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     }
   }
   await ctx.lifetime.othersDone;
+  await traffic.settle();
   await driveNewTools(ctx, `at the end of the resident server's life, ${seconds(Date.now() - ctx.serverStartedAt)} after it started`);
 }
 
