@@ -3,6 +3,7 @@ import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import { argumentsShape, readSessionId, toolArguments, valueFor, type ExecAdapter, type SessionAdapter, type ToolAccount } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import { LANGUAGES, type LanguageId } from '../../harness/languages.js';
+import { commandText } from './judge.js';
 import type { CallOptions, IsolatedContext } from './model.js';
 
 /**
@@ -138,7 +139,7 @@ export async function openSession(
   return { outcome, ...(id !== undefined ? { id } : {}) };
 }
 
-/** Sends the probe (with a fresh nonce) to session `id` through the session adapter's send tool. */
+/** Sends the probe (with a fresh nonce) to session `id` through the session adapter's send tool; its findings name the session and its open tool. */
 export async function sendToSession(
   ctx: Pick<IsolatedContext, 'callTool' | 'observers'>,
   adapter: SessionAdapter,
@@ -156,5 +157,7 @@ export async function sendToSession(
       : numeric
         ? { ...(built.arguments as object), [adapter.detected!.idProperty]: Number(id) }
         : built.arguments;
-  return { nonce, outcome: await ctx.callTool(adapter.send.tool, args, sandbox, { ...options, nonce }) };
+  // The id is the server's text: a finding shows at most 80 characters of it.
+  const command = { form: `simple, to session ${JSON.stringify(id).slice(0, 80)} of ${adapter.open.tool}`, text: commandText(built.line, ctx.observers.dir) };
+  return { nonce, outcome: await ctx.callTool(adapter.send.tool, args, sandbox, { ...options, nonce, command }) };
 }

@@ -98,6 +98,9 @@ export interface CallChecks {
   relative: string;
   notExecutable: string;
   smuggled: string;
+  /** A session sent a call whose launcher, or else whose state, differs from the one it was opened under. */
+  sessionLauncher: string;
+  sessionState: string;
 }
 
 /** Every kind of call charged to one check (exploration's, the soak's). */
@@ -108,6 +111,8 @@ export const chargedTo = (check: string): CallChecks => ({
   relative: check,
   notExecutable: check,
   smuggled: check,
+  sessionLauncher: check,
+  sessionState: check,
 });
 
 /** What the users of Traffic vary, fixed when it is made. */
@@ -120,8 +125,8 @@ export interface TrafficOptions {
   stopWhenBroken: boolean;
   /** The server's other exec tools: a share of the valid single calls goes to them (exploration, the soak). */
   extraTools: readonly ExecAdapter[];
-  /** The operator's session adapter, for the session steps. */
-  sessionAdapter?: SessionAdapter;
+  /** The session pairs (the operator's adapter, else every pair detected), for the session steps. */
+  sessionAdapters: readonly SessionAdapter[];
 }
 
 /** What one step did, for the story: its text, its calls and the authority each carried, when it began. */
@@ -154,10 +159,13 @@ export type Call =
     }
   | { kind: 'bad'; bad: BadAuthority };
 
-/** A session opened through the session adapter, with the step that opened it. */
+/** A session opened through a session pair: the step that opened it, under which authority, and how many calls were sent to it. */
 interface OpenSession {
   id: string;
   step: number;
+  pair: SessionAdapter;
+  authority: Authority;
+  sends: number;
 }
 
 /** The traffic on one server: the model, the books, and every call it sent. */
@@ -198,11 +206,6 @@ export class Traffic {
   /** Calls sent so far. */
   get calls(): number {
     return this.sent;
-  }
-
-  /** Whether the session steps can run (there is a session adapter). */
-  get hasSessions(): boolean {
-    return this.options.sessionAdapter !== undefined;
   }
 
   /** Changes one dimension of the current authority. */
@@ -335,14 +338,15 @@ export class Traffic {
     await sub.execProbe(entries, { check: broken ? checks.broken : checks.refused, expect: broken && sub.transport !== 'http' ? 'attempt' : 'refuse' });
   }
 
-  /** Opens a session under the current authority (through the operator's session adapter). */
-  async openSession(step: StepRecord): Promise<void> {
+  /** Opens a session on session pair `pair` (modulo their count) under the current authority. */
+  async openSession(step: StepRecord, pair: number): Promise<void> {
+    const adapter = this.options.sessionAdapters[pair % this.options.sessionAdapters.length]!;
     const state = this.stateOf(this.current);
     this.number(step, describeAuthority(this.current));
     this.noteState(state, `step ${step.n}`);
     const entries = this.entriesOf(this.current, state);
-    const { id } = await openSession(this.sub, this.options.sessionAdapter!, entries, { check: this.options.checks.valid, expect: 'run' });
-    if (id !== undefined) this.sessions.push({ id, step: step.n });
+    const { id } = await openSession(this.sub, adapter, entries, { check: this.options.checks.valid, expect: 'run' });
+    if (id !== undefined) this.sessions.push({ id, step: step.n, pair: adapter, authority: this.current, sends: 0 });
   }
 
   /** The session `which` picks among those open, if any. */
@@ -350,13 +354,36 @@ export class Traffic {
     return this.sessions[which % Math.max(1, this.sessions.length)];
   }
 
-  /** Sends the probe to an open session under the current authority: run under it, or refused. */
-  async sendToSession(step: StepRecord, session: OpenSession): Promise<void> {
-    const state = this.stateOf(this.current);
+  /** The sessions open, in the order they were opened. */
+  get openSessions(): readonly OpenSession[] {
+    return this.sessions;
+  }
+
+  /**
+   * Sends the probe to an open session: under the current authority, or (`change`) under the
+   * session's own with one dimension changed, which Codex then sends from now on. It must run in
+   * the session under that authority, or be refused; a run in the session's launch under a changed
+   * launcher or state is charged to the session checks.
+   */
+  async sendToSession(step: StepRecord, session: OpenSession, change?: Change): Promise<void> {
+    if (change !== undefined) this.current = changed(session.authority, change, 0);
+    const authority = this.current;
+    const state = this.stateOf(authority);
     this.noteState(state, `step ${step.n}`);
-    this.number(step, describeAuthority(this.current));
-    const entries = this.entriesOf(this.current, state);
-    const { nonce, outcome } = await sendToSession(this.sub, this.options.sessionAdapter!, session.id, entries, { check: this.options.checks.valid });
+    this.number(step, describeAuthority(authority));
+    const entries = this.entriesOf(authority, state);
+    const { checks } = this.options;
+    const check =
+      authority.launcher !== session.authority.launcher
+        ? checks.sessionLauncher
+        : isDeepStrictEqual(state, this.stateOf(session.authority))
+          ? undefined
+          : checks.sessionState;
+    session.sends++;
+    const { nonce, outcome } = await sendToSession(this.sub, session.pair, session.id, entries, {
+      check: checks.valid,
+      ...(check ? { authorityCheck: check } : {}),
+    });
     if (outcome.kind === 'result' && !isRefusal(outcome)) this.sessionNonces.push(nonce);
   }
 
@@ -630,13 +657,16 @@ export class Repeat extends Step {
   }
 }
 
-/** Opens a session (through the operator's session adapter) under the current authority. */
+/** Opens a session on session pair `pair` (modulo their count) under the current authority. */
 export class SessionOpen extends Step {
+  constructor(readonly pair = 0) {
+    super();
+  }
   async act(_model: Model, traffic: Traffic): Promise<void> {
-    await traffic.openSession(traffic.begin('open a session'));
+    await traffic.openSession(traffic.begin('open a session'), this.pair);
   }
   toString(): string {
-    return 'SessionOpen';
+    return this.pair === 0 ? 'SessionOpen' : `SessionOpen(pair ${this.pair})`;
   }
 }
 
@@ -652,6 +682,24 @@ export class SessionSend extends Step {
   }
   toString(): string {
     return `SessionSend(${this.which})`;
+  }
+}
+
+/** What a session's sends change of its own authority, by how many it had: its own first, then one dimension at a time. */
+const SESSION_CHANGES: readonly Change[] = ['none', 'policy', 'launcher', 'workspace', 'variant'];
+
+/** Sends the probe to every open session, each under its own authority with the next dimension of SESSION_CHANGES changed. */
+export class SessionRound extends Step {
+  async act(_model: Model, traffic: Traffic): Promise<void> {
+    for (const session of traffic.openSessions) {
+      const change = SESSION_CHANGES[session.sends % SESSION_CHANGES.length]!;
+      const how = change === 'none' ? ' under its own authority' : `${afterChanging(change)} of its authority`;
+      const step = traffic.begin(`send to the session opened at step ${session.step} (${session.pair.open.tool})${how}`);
+      await traffic.sendToSession(step, session, change);
+    }
+  }
+  toString(): string {
+    return 'SessionRound';
   }
 }
 
