@@ -338,9 +338,14 @@ export class Traffic {
     await sub.execProbe(entries, { check: broken ? checks.broken : checks.refused, expect: broken && sub.transport !== 'http' ? 'attempt' : 'refuse' });
   }
 
+  /** Session pair `pair`, modulo their count. */
+  sessionPair(pair: number): SessionAdapter {
+    return this.options.sessionAdapters[pair % this.options.sessionAdapters.length]!;
+  }
+
   /** Opens a session on session pair `pair` (modulo their count) under the current authority. */
   async openSession(step: StepRecord, pair: number): Promise<void> {
-    const adapter = this.options.sessionAdapters[pair % this.options.sessionAdapters.length]!;
+    const adapter = this.sessionPair(pair);
     const state = this.stateOf(this.current);
     this.number(step, describeAuthority(this.current));
     this.noteState(state, `step ${step.n}`);
@@ -663,7 +668,7 @@ export class SessionOpen extends Step {
     super();
   }
   async act(_model: Model, traffic: Traffic): Promise<void> {
-    await traffic.openSession(traffic.begin('open a session'), this.pair);
+    await traffic.openSession(traffic.begin(`open a session (${traffic.sessionPair(this.pair).open.tool})`), this.pair);
   }
   toString(): string {
     return this.pair === 0 ? 'SessionOpen' : `SessionOpen(pair ${this.pair})`;
