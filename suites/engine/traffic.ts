@@ -350,7 +350,7 @@ export class Traffic {
     this.number(step, describeAuthority(this.current));
     this.noteState(state, `step ${step.n}`);
     const entries = this.entriesOf(this.current, state);
-    const { id } = await openSession(this.sub, adapter, entries, { check: this.options.checks.valid, expect: 'run' });
+    const { id } = await openSession(this.sub, adapter, entries, { check: this.options.checks.valid });
     if (id !== undefined) this.sessions.push({ id, step: step.n, pair: adapter, authority: this.current, sends: 0 });
   }
 
