@@ -181,6 +181,8 @@ export class Traffic {
   private readonly sessionNonces: string[] = [];
   /** Calls sent without waiting for their answer (beside): settle() waits for them. */
   private readonly inFlight: Promise<void>[] = [];
+  /** Work run one piece after another beside the other calls (inOrderBeside): settle() waits for it. */
+  private besideChain: Promise<void> = Promise.resolve();
   private resourceUri?: string | null;
   /** The numbers of the calls sent to the other exec tools (judged by what ran: they may take code, not shell). */
   private readonly extraCalls = new Set<number>();
@@ -294,8 +296,17 @@ export class Traffic {
   async beside(step: StepRecord, call: Call): Promise<void> {
     // Made before the call: from here to its registration the call waits on nothing but microtasks.
     await commandKit(this.sub.observers);
-    this.inFlight.push(this.send(step, call));
+    const sent = this.send(step, call);
+    // settle() rethrows its error; until then it must not count as unhandled.
+    sent.catch(() => undefined);
+    this.inFlight.push(sent);
     await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** Runs `work` beside the other calls, after the work given before it (their calls stay in order); settle() waits for it. */
+  inOrderBeside(work: () => Promise<void>): void {
+    this.besideChain = this.besideChain.then(work);
+    this.besideChain.catch(() => undefined);
   }
 
   /** A call whose authority is missing or malformed in one way: it must run nothing. */
@@ -346,12 +357,14 @@ export class Traffic {
   /** Opens a session on session pair `pair` (modulo their count) under the current authority. */
   async openSession(step: StepRecord, pair: number): Promise<void> {
     const adapter = this.sessionPair(pair);
-    const state = this.stateOf(this.current);
-    this.number(step, describeAuthority(this.current));
+    // Read once: the other calls may change the current authority while the open is in flight.
+    const authority = this.current;
+    const state = this.stateOf(authority);
+    this.number(step, describeAuthority(authority));
     this.noteState(state, `step ${step.n}`);
-    const entries = this.entriesOf(this.current, state);
+    const entries = this.entriesOf(authority, state);
     const { id } = await openSession(this.sub, adapter, entries, { check: this.options.checks.valid });
-    if (id !== undefined) this.sessions.push({ id, step: step.n, pair: adapter, authority: this.current, sends: 0 });
+    if (id !== undefined) this.sessions.push({ id, step: step.n, pair: adapter, authority, sends: 0 });
   }
 
   /** The session `which` picks among those open, if any. */
@@ -366,13 +379,12 @@ export class Traffic {
 
   /**
    * Sends the probe to an open session: under the current authority, or (`change`) under the
-   * session's own with one dimension changed, which Codex then sends from now on. It must run in
-   * the session under that authority, or be refused; a run in the session's launch under a changed
-   * launcher or state is charged to the session checks.
+   * session's own with one dimension changed. It must run in the session under that authority, or
+   * be refused; a run in the session's launch under a changed launcher or state is charged to the
+   * session checks.
    */
   async sendToSession(step: StepRecord, session: OpenSession, change?: Change): Promise<void> {
-    if (change !== undefined) this.current = changed(session.authority, change, 0);
-    const authority = this.current;
+    const authority = change === undefined ? this.current : changed(session.authority, change, 0);
     const state = this.stateOf(authority);
     this.noteState(state, `step ${step.n}`);
     this.number(step, describeAuthority(authority));
@@ -414,6 +426,7 @@ export class Traffic {
 
   /** Waits for the calls sent beside the others; a session runs what it accepted asynchronously: gives those commands a moment before the server stops. */
   async settle(): Promise<void> {
+    await this.besideChain;
     await Promise.all(this.inFlight.splice(0));
     if (this.sessionNonces.length > 0) await awaitProbeRuns(this.sub, this.sessionNonces);
   }

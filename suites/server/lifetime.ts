@@ -195,7 +195,12 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.reached('calling');
     await step.run(model, traffic);
-    for (const extra of sessionStepsAfter(k, ctx.sessionAdapters.length)) await extra.run(model, traffic);
+    // Beside the calls, in order: a server whose session calls take seconds does not hold up the core's calls and gaps.
+    const sessionSteps = sessionStepsAfter(k, ctx.sessionAdapters.length);
+    if (sessionSteps.length > 0)
+      traffic.inOrderBeside(async () => {
+        for (const sessionStep of sessionSteps) await sessionStep.run(model, traffic);
+      });
     if (k === CORE_CALLS - 1) {
       // Over 30 calls and 5 s into the server's life: its other exec tools too (a count or a timer may cover them all).
       for (const adapter of ctx.execTools) await driveExecTool(ctx, adapter, everyExecTool.id, false);
