@@ -182,6 +182,11 @@ export class ScenarioObservers {
   }
   private launcherB?: Promise<string>;
 
+  /** A session shell that first runs the probe with `nonce`: the worker of an open that must run nothing, so that one started anyway shows. */
+  sessionShellRunningProbe(nonce: string): Promise<string> {
+    return install(join(this.dir, `session-shell-${nonce}`), 'session-shell.sh', { NONCE: nonce, PROBE: this.probePath });
+  }
+
   /** A launcher that exists and is executable but fails like a sandbox that cannot be set up. */
   brokenLauncher(): Promise<string> {
     this.launcherBroken ??= (async () => {
@@ -223,7 +228,7 @@ export class ScenarioObservers {
       }),
       install(join(pathTrapDir, 'codex'), 'trap.sh', { LOG_DIR: logDir, TRAP_NAME: 'path-search' }),
       install(join(dir, 'task'), 'probe.sh', { LOG_DIR: markerDir }),
-      install(join(dir, 'session-shell'), 'session-shell.sh', {}),
+      install(join(dir, 'session-shell'), 'session-shell.sh', { NONCE: '', PROBE: join(dir, 'task') }),
       install(join(helperDir, 'codex-linux-sandbox'), 'linux-sandbox-helper.sh', { LOG_DIR: logDir, REAL_HELPER: realHelper }),
     ]);
     const observers = new ScenarioObservers(

@@ -367,8 +367,6 @@ export interface EveryScenarioContext {
   plantTrap(name: string, where?: { dir?: string; file?: string; executable?: boolean }, check?: string): Promise<string>;
   /** Caller `_meta` for resource reads (already accepted by Codex's HOST-3 rule), if configured. */
   readonly resourceReadMeta?: Record<string, unknown>;
-  /** The first of sessionAdapters (exploration's and the resident's session steps use it). */
-  readonly sessionAdapter?: SessionAdapter;
   /** The operator's session adapter, else every session pair detected in the tool list (checks needing 'session' are not applicable without one). */
   readonly sessionAdapters: readonly SessionAdapter[];
   /** Another connection to the target (a fresh server for a started target; an inventory one if asked); closed by the runner. */

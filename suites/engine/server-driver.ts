@@ -198,7 +198,6 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     optedIn: main.optedIn,
     control: () => suite.control.facts,
     publishControl: (facts) => suite.control.publish(facts),
-    sessionAdapter: sessions[0],
     sessionAdapters: sessions,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),

@@ -13,6 +13,8 @@ import {
 } from '../../harness/exec-adapter.js';
 import { isObject } from '../../harness/json.js';
 import { LANGUAGES, type LanguageId } from '../../harness/languages.js';
+import { commandText } from './judge.js';
+import { authorityOf } from './monitor.js';
 import type { CallOptions, IsolatedContext } from './model.js';
 
 /**
@@ -139,21 +141,29 @@ export function withShapes(account: ToolAccount): ToolAccount {
   return { ...account, ...(shapes.length ? { shapes } : {}), ...(sent.length ? { sent } : {}) };
 }
 
-/** Opens a session through the session adapter's open tool (it runs the session shell); the id read from the result, when there is one. */
+/**
+ * Opens a session through the session adapter's open tool (it runs the session shell); the id read
+ * from the result, when there is one. An open that must run nothing (over HTTP, without valid
+ * authority) gets a session shell that runs the probe first, under the call's nonce: a worker the
+ * server starts anyway, even one it then refuses to hand out, is the monitor's finding (HTTP-1, EXEC-1).
+ */
 export async function openSession(
-  ctx: Pick<IsolatedContext, 'callTool' | 'observers'>,
+  ctx: Pick<IsolatedContext, 'callTool' | 'observers' | 'transport'>,
   adapter: SessionAdapter,
   sandbox: SandboxEntries,
   options: CallOptions,
 ): Promise<{ outcome: RawOutcome; id?: string }> {
-  const built = toolArguments(adapter.open, { argv: [ctx.observers.sessionShellPath] });
-  const outcome = await ctx.callTool(adapter.open.tool, built.arguments, sandbox, options);
+  const nonce = authorityOf(sandbox, ctx.transport).kind === 'valid' ? undefined : ctx.observers.newNonce();
+  const shell = nonce ? await ctx.observers.sessionShellRunningProbe(nonce) : ctx.observers.sessionShellPath;
+  const built = toolArguments(adapter.open, { argv: [shell] });
+  const command = { form: `a session's worker, to ${adapter.open.tool}`, text: commandText(built.line, ctx.observers.dir) };
+  const outcome = await ctx.callTool(adapter.open.tool, built.arguments, sandbox, { ...options, command, ...(nonce ? { nonce } : {}) });
   const names = adapter.detected ? [adapter.detected.idProperty] : [];
   const id = outcome.kind === 'result' && !isRefusal(outcome) ? readSessionId(outcome.result, adapter.sessionId, names) : undefined;
   return { outcome, ...(id !== undefined ? { id } : {}) };
 }
 
-/** Sends the probe (with a fresh nonce) to session `id` through the session adapter's send tool. */
+/** Sends the probe (with a fresh nonce) to session `id` through the session adapter's send tool; its findings name the session and its open tool. */
 export async function sendToSession(
   ctx: Pick<IsolatedContext, 'callTool' | 'observers'>,
   adapter: SessionAdapter,
@@ -171,5 +181,7 @@ export async function sendToSession(
       : numeric
         ? { ...(built.arguments as object), [adapter.detected!.idProperty]: Number(id) }
         : built.arguments;
-  return { nonce, outcome: await ctx.callTool(adapter.send.tool, args, sandbox, { ...options, nonce }) };
+  // The id is the server's text: a finding shows at most 80 characters of it.
+  const command = { form: `simple, to session ${JSON.stringify(id).slice(0, 80)} of ${adapter.open.tool}`, text: commandText(built.line, ctx.observers.dir) };
+  return { nonce, outcome: await ctx.callTool(adapter.send.tool, args, sandbox, { ...options, nonce, command }) };
 }

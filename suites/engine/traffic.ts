@@ -8,7 +8,7 @@ import { describeOutcome, isRefusal, type RawOutcome } from '../../harness/codex
 import type { Observations } from '../../harness/observers.js';
 import { isObject } from '../../harness/json.js';
 import { smuggledAuthority } from '../server/authority.js';
-import { grammarProbe, GRAMMAR } from '../server/commands.js';
+import { commandKit, grammarProbe, GRAMMAR, type SlowForm } from '../server/commands.js';
 import { plantRelativeTraps } from '../server/launcher.js';
 import { awaitProbeRuns, carriesNonce, commandLabel, parseLaunchArgv, parseJson, probeRunsOf, summarizeOutcome } from './judge.js';
 import type { CheckDef, CounterexampleStep, ExploreOptions, Finding, IsolatedContext, IsolatedRun, MonitoredCall, ProbeOptions } from './model.js';
@@ -98,6 +98,9 @@ export interface CallChecks {
   relative: string;
   notExecutable: string;
   smuggled: string;
+  /** A session sent a call whose launcher, or else whose state, differs from the one it was opened under. */
+  sessionLauncher: string;
+  sessionState: string;
 }
 
 /** Every kind of call charged to one check (exploration's, the soak's). */
@@ -108,6 +111,8 @@ export const chargedTo = (check: string): CallChecks => ({
   relative: check,
   notExecutable: check,
   smuggled: check,
+  sessionLauncher: check,
+  sessionState: check,
 });
 
 /** What the users of Traffic vary, fixed when it is made. */
@@ -120,8 +125,8 @@ export interface TrafficOptions {
   stopWhenBroken: boolean;
   /** The server's other exec tools: a share of the valid single calls goes to them (exploration, the soak). */
   extraTools: readonly ExecAdapter[];
-  /** The operator's session adapter, for the session steps. */
-  sessionAdapter?: SessionAdapter;
+  /** The session pairs (the operator's adapter, else every pair detected), for the session steps. */
+  sessionAdapters: readonly SessionAdapter[];
 }
 
 /** What one step did, for the story: its text, its calls and the authority each carried, when it began. */
@@ -149,13 +154,18 @@ export type Call =
       concurrent?: boolean;
       /** Which of the tool's argument choices (argumentChoices: optional values, a code tool's language) the call sets, modulo their count. */
       choice?: number;
+      /** A command that takes seconds (SLOW_FORMS) instead of the shape's. */
+      slow?: SlowForm;
     }
   | { kind: 'bad'; bad: BadAuthority };
 
-/** A session opened through the session adapter, with the step that opened it. */
+/** A session opened through a session pair: the step that opened it, under which authority, and how many calls were sent to it. */
 interface OpenSession {
   id: string;
   step: number;
+  pair: SessionAdapter;
+  authority: Authority;
+  sends: number;
 }
 
 /** The traffic on one server: the model, the books, and every call it sent. */
@@ -169,6 +179,10 @@ export class Traffic {
   private readonly sessions: OpenSession[] = [];
   /** Nonces sent to sessions that accepted them: their commands may run a moment later. */
   private readonly sessionNonces: string[] = [];
+  /** Calls sent without waiting for their answer (beside): settle() waits for them. */
+  private readonly inFlight: Promise<void>[] = [];
+  /** Work run one piece after another beside the other calls (inOrderBeside): settle() waits for it. */
+  private besideChain: Promise<void> = Promise.resolve();
   private resourceUri?: string | null;
   /** The numbers of the calls sent to the other exec tools (judged by what ran: they may take code, not shell). */
   private readonly extraCalls = new Set<number>();
@@ -194,11 +208,6 @@ export class Traffic {
   /** Calls sent so far. */
   get calls(): number {
     return this.sent;
-  }
-
-  /** Whether the session steps can run (there is a session adapter). */
-  get hasSessions(): boolean {
-    return this.options.sessionAdapter !== undefined;
   }
 
   /** Changes one dimension of the current authority. */
@@ -269,12 +278,35 @@ export class Traffic {
     const choices = argumentChoices(call.tool ?? this.sub.exec!);
     const choice = choices[(call.choice ?? 0) % choices.length]!.values;
     const options: ProbeOptions = { check: this.options.checks.valid, ...(call.concurrent ? { concurrent: true } : {}), ...smuggled, ...choice };
-    if (!call.shape && !call.tool && !smuggled) {
+    if (!call.shape && !call.tool && !smuggled && !call.slow) {
       await this.sub.execProbe(entries, options);
       return;
     }
-    const entry = call.shape ? GRAMMAR[(call.shape - 1) % GRAMMAR.length] : undefined;
-    await grammarProbe(this.sub, entry, entries, { ...options, ...(call.tool ? { adapter: call.tool } : {}) });
+    const entry = call.slow ? { form: call.slow, size: '100 B' as const } : call.shape ? GRAMMAR[(call.shape - 1) % GRAMMAR.length] : undefined;
+    // A slow command's findings name the tool too, primary or not: what reruns a slow command is that tool's watchdog.
+    const adapter = call.tool ?? (call.slow ? this.sub.exec : undefined);
+    await grammarProbe(this.sub, entry, entries, { ...options, ...(adapter ? { adapter } : {}) });
+  }
+
+  /**
+   * Sends a call without waiting for its answer: the next steps go on beside it, and settle()
+   * waits for it. It is registered with the monitor before this returns, so that the calls keep the
+   * numbers they were given here.
+   */
+  async beside(step: StepRecord, call: Call): Promise<void> {
+    // Made before the call: from here to its registration the call waits on nothing but microtasks.
+    await commandKit(this.sub.observers);
+    const sent = this.send(step, call);
+    // settle() rethrows its error; until then it must not count as unhandled.
+    sent.catch(() => undefined);
+    this.inFlight.push(sent);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /** Runs `work` beside the other calls, after the work given before it (their calls stay in order); settle() waits for it. */
+  inOrderBeside(work: () => Promise<void>): void {
+    this.besideChain = this.besideChain.then(work);
+    this.besideChain.catch(() => undefined);
   }
 
   /** A call whose authority is missing or malformed in one way: it must run nothing. */
@@ -317,14 +349,22 @@ export class Traffic {
     await sub.execProbe(entries, { check: broken ? checks.broken : checks.refused, expect: broken && sub.transport !== 'http' ? 'attempt' : 'refuse' });
   }
 
-  /** Opens a session under the current authority (through the operator's session adapter). */
-  async openSession(step: StepRecord): Promise<void> {
-    const state = this.stateOf(this.current);
-    this.number(step, describeAuthority(this.current));
+  /** Session pair `pair`, modulo their count. */
+  sessionPair(pair: number): SessionAdapter {
+    return this.options.sessionAdapters[pair % this.options.sessionAdapters.length]!;
+  }
+
+  /** Opens a session on session pair `pair` (modulo their count) under the current authority. */
+  async openSession(step: StepRecord, pair: number): Promise<void> {
+    const adapter = this.sessionPair(pair);
+    // Read once: the other calls may change the current authority while the open is in flight.
+    const authority = this.current;
+    const state = this.stateOf(authority);
+    this.number(step, describeAuthority(authority));
     this.noteState(state, `step ${step.n}`);
-    const entries = this.entriesOf(this.current, state);
-    const { id } = await openSession(this.sub, this.options.sessionAdapter!, entries, { check: this.options.checks.valid, expect: 'run' });
-    if (id !== undefined) this.sessions.push({ id, step: step.n });
+    const entries = this.entriesOf(authority, state);
+    const { id } = await openSession(this.sub, adapter, entries, { check: this.options.checks.valid });
+    if (id !== undefined) this.sessions.push({ id, step: step.n, pair: adapter, authority, sends: 0 });
   }
 
   /** The session `which` picks among those open, if any. */
@@ -332,13 +372,35 @@ export class Traffic {
     return this.sessions[which % Math.max(1, this.sessions.length)];
   }
 
-  /** Sends the probe to an open session under the current authority: run under it, or refused. */
-  async sendToSession(step: StepRecord, session: OpenSession): Promise<void> {
-    const state = this.stateOf(this.current);
+  /** The sessions open, in the order they were opened. */
+  get openSessions(): readonly OpenSession[] {
+    return this.sessions;
+  }
+
+  /**
+   * Sends the probe to an open session: under the current authority, or (`change`) under the
+   * session's own with one dimension changed. It must run in the session under that authority, or
+   * be refused; a run in the session's launch under a changed launcher or state is charged to the
+   * session checks.
+   */
+  async sendToSession(step: StepRecord, session: OpenSession, change?: Change): Promise<void> {
+    const authority = change === undefined ? this.current : changed(session.authority, change, 0);
+    const state = this.stateOf(authority);
     this.noteState(state, `step ${step.n}`);
-    this.number(step, describeAuthority(this.current));
-    const entries = this.entriesOf(this.current, state);
-    const { nonce, outcome } = await sendToSession(this.sub, this.options.sessionAdapter!, session.id, entries, { check: this.options.checks.valid });
+    this.number(step, describeAuthority(authority));
+    const entries = this.entriesOf(authority, state);
+    const { checks } = this.options;
+    const check =
+      authority.launcher !== session.authority.launcher
+        ? checks.sessionLauncher
+        : isDeepStrictEqual(state, this.stateOf(session.authority))
+          ? undefined
+          : checks.sessionState;
+    session.sends++;
+    const { nonce, outcome } = await sendToSession(this.sub, session.pair, session.id, entries, {
+      check: checks.valid,
+      ...(check ? { authorityCheck: check } : {}),
+    });
     if (outcome.kind === 'result' && !isRefusal(outcome)) this.sessionNonces.push(nonce);
   }
 
@@ -362,8 +424,10 @@ export class Traffic {
     return this.options.idle(ms);
   }
 
-  /** A session runs what it accepted asynchronously: gives those commands a moment before the server stops. */
+  /** Waits for the calls sent beside the others; a session runs what it accepted asynchronously: gives those commands a moment before the server stops. */
   async settle(): Promise<void> {
+    await this.besideChain;
+    await Promise.all(this.inFlight.splice(0));
     if (this.sessionNonces.length > 0) await awaitProbeRuns(this.sub, this.sessionNonces);
   }
 
@@ -520,6 +584,19 @@ export class Exec extends Step {
   }
 }
 
+/** A command that takes seconds (SLOW_FORMS) under the current authority, left running beside the next steps (Traffic.beside). */
+export class SlowExec extends Step {
+  constructor(readonly form: SlowForm) {
+    super();
+  }
+  async act(_model: Model, traffic: Traffic): Promise<void> {
+    await traffic.beside(traffic.begin('exec a slow command, left running beside the next steps'), { kind: 'valid', slow: this.form, concurrent: true });
+  }
+  toString(): string {
+    return `SlowExec(${this.form})`;
+  }
+}
+
 /** A call whose authority is missing or malformed in one way: it must run nothing. */
 export class Refused extends Step {
   constructor(readonly bad: BadAuthority) {
@@ -598,13 +675,16 @@ export class Repeat extends Step {
   }
 }
 
-/** Opens a session (through the operator's session adapter) under the current authority. */
+/** Opens a session on session pair `pair` (modulo their count) under the current authority. */
 export class SessionOpen extends Step {
+  constructor(readonly pair = 0) {
+    super();
+  }
   async act(_model: Model, traffic: Traffic): Promise<void> {
-    await traffic.openSession(traffic.begin('open a session'));
+    await traffic.openSession(traffic.begin(`open a session (${traffic.sessionPair(this.pair).open.tool})`), this.pair);
   }
   toString(): string {
-    return 'SessionOpen';
+    return this.pair === 0 ? 'SessionOpen' : `SessionOpen(pair ${this.pair})`;
   }
 }
 
@@ -620,6 +700,24 @@ export class SessionSend extends Step {
   }
   toString(): string {
     return `SessionSend(${this.which})`;
+  }
+}
+
+/** What a session's sends change of its own authority, by how many it had: its own first, then one dimension at a time. */
+const SESSION_CHANGES: readonly Change[] = ['none', 'policy', 'launcher', 'workspace', 'variant'];
+
+/** Sends the probe to every open session, each under its own authority with the next dimension of SESSION_CHANGES changed. */
+export class SessionRound extends Step {
+  async act(_model: Model, traffic: Traffic): Promise<void> {
+    for (const session of traffic.openSessions) {
+      const change = SESSION_CHANGES[session.sends % SESSION_CHANGES.length]!;
+      const how = change === 'none' ? ' under its own authority' : `${afterChanging(change)} of its authority`;
+      const step = traffic.begin(`send to the session opened at step ${session.step} (${session.pair.open.tool})${how}`);
+      await traffic.sendToSession(step, session, change);
+    }
+  }
+  toString(): string {
+    return 'SessionRound';
   }
 }
 

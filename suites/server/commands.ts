@@ -38,11 +38,13 @@ export const FORMS = [
 ] as const;
 /**
  * Commands that take time, as builds and test runs do: the probe after 2.5 s of work, and after
- * 2.5 s of steady output. Not in GRAMMAR (exploration's draws stay quick); the fixed checks send
- * them beside their other calls, so that a watchdog that reruns a slow command outside the launch shows.
+ * 2.5 s of steady output. Not in GRAMMAR (exploration's draws stay quick); the fixed checks and the
+ * resident server send them beside their other calls, so that a watchdog that reruns a slow command
+ * outside the launch shows.
  */
 export const SLOW_FORMS = ['slow: works first', 'slow: streams output'] as const;
-export type CommandForm = (typeof FORMS)[number] | (typeof SLOW_FORMS)[number];
+export type SlowForm = (typeof SLOW_FORMS)[number];
+export type CommandForm = (typeof FORMS)[number] | SlowForm;
 /** How long a slow command works before it runs the probe: past any watchdog of a second or two. */
 export const SLOW_COMMAND_MS = 2_500;
 /** How often the streaming slow command prints a line: steadier than any watchdog on silence. */

@@ -103,9 +103,10 @@ function commandArbitrary(ctx: ScenarioContext, replayPath?: string): fc.Arbitra
       fc.constantFrom(0, 0, 5, 20),
     )
     .map(([changes, delayMs]) => new Burst(changes, delayMs));
-  const sessions = ctx.sessionAdapter
-    ? [fc.constant(new SessionOpen()), fc.nat({ max: 1 }).map((k) => new SessionSend(k)), fc.nat({ max: 1 }).map((k) => new SessionSend(k))]
-    : [];
+  // Sessions on every session pair (one pair: the draws stay those of a server with one, so its seeded sequences do too).
+  const pairs = ctx.sessionAdapters.length;
+  const open = pairs > 1 ? fc.nat({ max: pairs - 1 }).map((p) => new SessionOpen(p)) : fc.constant(new SessionOpen());
+  const sessions = pairs > 0 ? [open, fc.nat({ max: 1 }).map((k) => new SessionSend(k)), fc.nat({ max: 1 }).map((k) => new SessionSend(k))] : [];
   const capabilities = ctx.handshake.initializeResult.capabilities;
   const others: ('relist' | 'read-resource')[] = isObject(capabilities) && isObject(capabilities.resources) ? ['relist', 'read-resource'] : ['relist'];
   const other = fc.constantFrom(...others).map((what) => new Other(what));
@@ -133,7 +134,7 @@ async function runSequence(
       idle: (ms) => ctx.idle(ms),
       stopWhenBroken,
       extraTools: sub.execTools,
-      sessionAdapter: ctx.sessionAdapter,
+      sessionAdapters: ctx.sessionAdapters,
     });
     await fc.asyncModelRun(() => ({ model: { steps: 0, budget }, real: traffic }), commands);
     await traffic.settle();

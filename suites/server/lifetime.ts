@@ -13,9 +13,10 @@ import {
   type Verdict,
 } from '../engine/model.js';
 import { brokenRules, violationsVerdict } from '../engine/judge.js';
-import { argumentsNotAuthority, stateFollowsCall } from './authority.js';
+import { argumentsNotAuthority, sessionLauncherChange, sessionStateChange, stateFollowsCall } from './authority.js';
 import { Traffic, type CallChecks, type Model, type Step, type TrafficOutcome } from '../engine/traffic.js';
-import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, singleCalls } from '../engine/traffic.js';
+import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, SessionOpen, SessionRound, singleCalls, SlowExec } from '../engine/traffic.js';
+import { SLOW_FORMS } from './commands.js';
 import { driveExecTool, everyExecTool } from './exec-tools.js';
 import { controlledPass } from '../engine/judge.js';
 import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
@@ -44,8 +45,16 @@ export const RESIDENT_GAPS = new Map([
   [16, 2000],
   [31, 1500],
 ]);
-/** The resident's core: its calls up to the first after the last gap. */
+/** The resident's core: its calls up to the first after the last gap, and the answers of its slow commands (SLOW_BESIDE). */
 const CORE_CALLS = Math.max(...RESIDENT_GAPS.keys()) + 2;
+/**
+ * The gaps beside which the resident sends the slow commands (SLOW_FORMS), left running: the first
+ * (after its first calls) and the last (past 30 calls and 4 s), so that a server whose watchdog
+ * reruns a slow command outside the launch only after its first calls, or only later in its life,
+ * meets them in every default run at no cost in time; the 2 s gap stays idle (a defect may wait for
+ * a server with nothing to do).
+ */
+const SLOW_BESIDE = new Set([Math.min(...RESIDENT_GAPS.keys()), Math.max(...RESIDENT_GAPS.keys())]);
 /** How long the others wait at most for the resident to send its first call. */
 const HEAD_START_MS = 1_000;
 /** How long a resident may go on once every other scenario is done and it made its core calls. */
@@ -107,6 +116,8 @@ const RESIDENT_CHECKS: CallChecks = {
   relative: 'launcher/relative-path',
   notExecutable: 'launcher/not-executable',
   smuggled: argumentsNotAuthority.id,
+  sessionLauncher: sessionLauncherChange.id,
+  sessionState: sessionStateChange.id,
 };
 
 /**
@@ -119,6 +130,31 @@ function residentSteps(): Step[] {
   // No launcher sent over HTTP: trusting one there is HTTP-2's (a SHOULD), not a finding of the rules the resident charges.
   const sampled = fc.sample(fc.oneof(...singleCalls({ smuggle: false, launcherOverHttp: false })), { seed: RESIDENT_SEED, numRuns: RESIDENT_CALLS - 1 });
   return [new Exec('none', 0, 0, false, false), ...sampled];
+}
+
+/**
+ * The resident's session traffic, on every session pair, by the call it follows: a session opened
+ * on each pair under the current authority, or a round of sends to every open session, each under
+ * its own authority with one more dimension changed (SessionRound: none, then policy, launcher,
+ * workspace, an unknown field). The first sessions get five sends over the core, those opened
+ * past the 2 s gap three: a server that reuses a session across changed authority only from its
+ * third send, or only on a pair other than the first, meets them.
+ */
+const SESSION_STEPS = new Map<number, 'open' | 'round'>([
+  [1, 'open'],
+  [4, 'round'],
+  [9, 'round'],
+  [18, 'open'],
+  [22, 'round'],
+  [26, 'round'],
+  [32, 'round'],
+]);
+
+/** The session steps after call `k`, with `pairs` session pairs. */
+function sessionStepsAfter(k: number, pairs: number): Step[] {
+  const action = pairs > 0 ? SESSION_STEPS.get(k) : undefined;
+  if (action === 'open') return Array.from({ length: pairs }, (_, pair) => new SessionOpen(pair));
+  return action === 'round' ? [new SessionRound()] : [];
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -148,19 +184,27 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     idle: (ms) => ctx.idle(ms),
     stopWhenBroken: false,
     extraTools: [],
-    sessionAdapter: ctx.sessionAdapter,
+    sessionAdapters: ctx.sessionAdapters,
   });
   const model: Model = { steps: 0 };
   const steps = residentSteps();
   let listChanged = ctx.session.toolsListChanged;
   for (const [k, step] of steps.entries()) {
+    if (SLOW_BESIDE.has(k)) for (const form of SLOW_FORMS) await new SlowExec(form).run(model, traffic);
     await paceCall(ctx, k, () => done);
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.reached('calling');
     await step.run(model, traffic);
+    // Beside the calls, in order: a server whose session calls take seconds does not hold up the core's calls and gaps.
+    const sessionSteps = sessionStepsAfter(k, ctx.sessionAdapters.length);
+    if (sessionSteps.length > 0)
+      traffic.inOrderBeside(async () => {
+        for (const sessionStep of sessionSteps) await sessionStep.run(model, traffic);
+      });
     if (k === CORE_CALLS - 1) {
       // Over 30 calls and 5 s into the server's life: its other exec tools too (a count or a timer may cover them all).
       for (const adapter of ctx.execTools) await driveExecTool(ctx, adapter, everyExecTool.id, false);
+      await traffic.settle();
       ctx.lifetime.reached('core');
     }
     ctx.lifetime.answered();
@@ -171,6 +215,7 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
     }
   }
   await ctx.lifetime.othersDone;
+  await traffic.settle();
   await driveNewTools(ctx, `at the end of the resident server's life, ${seconds(Date.now() - ctx.serverStartedAt)} after it started`);
 }
 
@@ -202,6 +247,8 @@ export const residentScenario: Scenario = {
       RESIDENT_CHECKS.relative,
       RESIDENT_CHECKS.notExecutable,
       RESIDENT_CHECKS.smuggled,
+      RESIDENT_CHECKS.sessionLauncher,
+      RESIDENT_CHECKS.sessionState,
       everyExecTool.id,
     ],
   },
@@ -253,7 +300,7 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
         stopWhenBroken: false,
         // The other exec tools get a share of its valid calls, as in exploration.
         extraTools: sub.execTools,
-        sessionAdapter: ctx.sessionAdapter,
+        sessionAdapters: ctx.sessionAdapters,
       });
       deadline = Date.now() + totalMs;
       const model: Model = { steps: 0 };
