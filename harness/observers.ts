@@ -89,8 +89,12 @@ function template(name: string): Promise<string> {
   return text;
 }
 
+const RECORD_LAUNCH = '@@RECORD_LAUNCH@@\n';
+
 async function install(path: string, templateName: string, values: Record<string, string>): Promise<string> {
   let text = await template(templateName);
+  // The launchers share how they record a launch, pasted in: sourcing it would cost each launch a read.
+  if (text.includes(RECORD_LAUNCH)) text = text.replace(RECORD_LAUNCH, await template('record-launch.sh'));
   for (const [key, value] of Object.entries(values)) text = text.replaceAll(`@@${key}@@`, shellQuote(value));
   await writeFile(path, text, { mode: 0o755 });
   return path;
