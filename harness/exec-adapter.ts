@@ -638,10 +638,23 @@ export function toolArguments(tool: ToolTemplate, command: ToolCommand, values: 
   const rendered = renderArguments(template, command.argv, vars);
   // Optional values may name the template's variables too ({{cwd}}, a subdirectory).
   const added = renderArguments({ ...values.optional, ...values.extra }, command.argv, vars) as Record<string, unknown>;
-  const args = isObject(rendered) && Object.keys(added).length > 0 ? { ...rendered, ...added } : rendered;
+  const args = isObject(rendered) && Object.keys(added).length > 0 ? withValues(rendered, added) : rendered;
   const quoted = command.argv.map(shellQuote).join(' ');
   if (program) return { arguments: args, line: program.vars.program, language: program.label };
   return { arguments: args, ...(shellString ? {} : { argv: command.argv }), line: shellString ? (command.script ?? quoted) : quoted };
+}
+
+/** Arguments with values set over them: a name with a path (`request.cwd`) inside the object the template puts there. */
+function withValues(rendered: Record<string, unknown>, values: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...rendered };
+  for (const [name, value] of Object.entries(values)) {
+    const dot = name.indexOf('.');
+    const parent = dot > 0 && !(name in rendered) ? name.slice(0, dot) : undefined;
+    const level = parent !== undefined ? out[parent] : undefined;
+    if (parent !== undefined && isObject(level)) out[parent] = { ...level, [name.slice(dot + 1)]: value };
+    else out[name] = value;
+  }
+  return out;
 }
 
 /** For a code tool ({{program}} in its template): the command as a program in the call's language, and that language's value. */

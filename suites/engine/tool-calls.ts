@@ -65,12 +65,26 @@ export function valuesOf(name: string, schema: unknown): unknown[] {
   return [];
 }
 
-/** A tool's optional properties the suite sets, each with the values a model may give it (the command's and the template's own left out). */
+/**
+ * A tool's optional properties the suite sets, each with the values a model may give it (the
+ * command's and the template's own left out). Where the command sits one level down
+ * (`{request: {command, cwd?}}`), that object's optional properties too, named by their path
+ * (`request.cwd`; toolArguments sets them there).
+ */
 export function optionalProperties(adapter: ExecAdapter): { name: string; values: unknown[] }[] {
-  const schema = adapter.inputSchema;
+  const top = optionalOf(adapter.inputSchema, adapter.arguments);
+  const template = isObject(adapter.arguments) ? adapter.arguments : {};
+  const parent = Object.keys(template).find((key) => isObject(template[key]) && /\{\{(command|argv|argv0|program)\}\}/.test(JSON.stringify(template[key])));
+  const level = parent !== undefined && isObject(adapter.inputSchema?.properties) ? adapter.inputSchema.properties[parent] : undefined;
+  const nested = parent !== undefined && isObject(level) ? optionalOf(level, template[parent]).map((p) => ({ ...p, name: `${parent}.${p.name}` })) : [];
+  return [...top, ...nested];
+}
+
+/** The optional properties of one level of a schema that its template does not set, with their values. */
+function optionalOf(schema: Record<string, unknown> | undefined, template: unknown): { name: string; values: unknown[] }[] {
   const properties = schema && isObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema?.required) ? schema.required : []);
-  const inTemplate = isObject(adapter.arguments) ? new Set(Object.keys(adapter.arguments)) : new Set<string>();
+  const inTemplate = isObject(template) ? new Set(Object.keys(template)) : new Set<string>();
   return Object.entries(properties)
     .filter(([name]) => !required.has(name) && !inTemplate.has(name))
     .map(([name, property]) => ({ name, values: valuesOf(name, property) }))

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { commandShapes, detectTemplate, renderArguments, toolArguments, type ExecAdapter } from '../../harness/exec-adapter.js';
 import { toolAccountText } from '../../cli/reporters/index.js';
-import { argumentChoices, withShapes } from '../../suites/engine/tool-calls.js';
+import { argumentChoices, optionalProperties, withShapes } from '../../suites/engine/tool-calls.js';
 
 // Every shape a command property takes (issue 29 item 4): each is another argument choice, so a
 // server whose other branch runs the command directly is driven down that branch too.
@@ -105,6 +105,24 @@ describe('a command nested one level down', () => {
     expect(found.arguments).toEqual({ request: { command: '{{command}}', timeout_ms: 60000 }, verbose: false });
     expect(found.chosen).toEqual(['request.timeout_ms: 60000 (a timeout in ms: generous)', 'verbose: false (a boolean: false)']);
     expect(toolArguments(adapterOf(listed), { argv: ['ls'] }).arguments).toEqual({ request: { command: 'ls', timeout_ms: 60000 }, verbose: false });
+  });
+  test('the optional properties beside a nested command are set where they are, named by their path', () => {
+    const adapter = adapterOf(
+      tool('run_request', { request: { type: 'object', properties: { command: { type: 'string' }, cwd: { type: 'string' } }, required: ['command'] } }, [
+        'request',
+      ]),
+    );
+    expect(optionalProperties(adapter)).toEqual([{ name: 'request.cwd', values: ['{{cwd}}', '{{subdir}}'] }]);
+    expect(argumentChoices(adapter).map((c) => c.label)).toEqual(['its template', 'with request.cwd "{{cwd}}"', 'with request.cwd "{{subdir}}"']);
+    const built = toolArguments(adapter, { argv: ['ls'] }, { optional: { 'request.cwd': '{{cwd}}' }, vars: { cwd: '/w' } });
+    expect(built.arguments).toEqual({ request: { command: 'ls', cwd: '/w' } });
+    // A top-level name with a dot, where the template puts no object, stays a name.
+    expect(toolArguments(adapterOf(tool('run', { command: { type: 'string' } }, ['command'])), { argv: ['ls'] }, { optional: { 'a.b': 1 } }).arguments).toEqual(
+      {
+        command: 'ls',
+        'a.b': 1,
+      },
+    );
   });
   test('{params: {cmd: string | string[]}}: the array in the template, the string as another shape, named by its path', () => {
     const adapter = adapterOf(tool('run', { params: { type: 'object', properties: { cmd: STRING_OR_ARGV } } }, ['params']));
