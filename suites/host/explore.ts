@@ -691,7 +691,7 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
     seed: p.seed,
     sequences: 0,
     shrinks: 0,
-    shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps, commands]) => steps! <= 1 && commands! <= 1),
+    shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1),
   }));
   const shared = { stopped: false };
   const replayOf = (path: string) => {
