@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm test's build and static checks, at once: the type check of everything (sources and tests),
+// npm test's (and npm run test:all's) build and static checks, at once: the type check of everything (sources and tests),
 // which also emits dist/ for the CLI tests to run, the linter and the formatter. Each one's output
 // is printed whole when it ends; the exit status is 1 if any of them failed. (One by one they take
 // about 30 s on a 2-core machine; together about 20, and a separate emit-only build is not needed.)

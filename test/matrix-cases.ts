@@ -7,6 +7,7 @@ import type { GradedResult, GradedStatus } from '../cli/grade.js';
 import type { RunPlan } from '../suites/engine/runner.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import { idsWith, mutantsServer, runAgainst, type PlanVariant } from './helpers.js';
+import { WHOLE_PROOF } from './tier.js';
 
 /**
  * The self-test: the reference passes every check, and each mutant (the reference with one
@@ -137,11 +138,64 @@ export function casePlan(name: string, expected: Case): { args: string[]; option
   };
 }
 
-/** Runs every case whose index has the given parity: the table is split over two test files so
- * that both vitest workers share it. */
+/** What a case costs, roughly, from its declaration: its areas, and the resident's life (idle gaps) when it runs one. */
+function caseCost(name: string, expected: Case): number {
+  const declared = mutants[expected.mutant ?? name]!;
+  const areas = new Set([...expected.fail, ...expected.warn, ...(expected.unshown ?? [])].map((f) => areaOf(f.split(' ')[1]!)));
+  return 1 + (declared.resident ? 2 : 0) + (expected.only ? 0 : 0.25 * (areas.size + (declared.alsoRuns?.length ?? 0))) + (expected.options ? 1 : 0);
+}
+
+/** A case restricted to stdio: what it declares over HTTP is left out, and no HTTP target runs. */
+function overStdioOnly(expected: Case): Case {
+  const stdio = (findings: string[] | undefined) => findings?.filter((f) => f.startsWith('stdio '));
+  return {
+    ...expected,
+    fail: stdio(expected.fail)!,
+    warn: stdio(expected.warn)!,
+    ...(expected.unshown ? { unshown: stdio(expected.unshown) } : {}),
+    ...(expected.mayFail ? { mayFail: stdio(expected.mayFail) } : {}),
+    ...(expected.mayWarn ? { mayWarn: stdio(expected.mayWarn) } : {}),
+    http: false,
+    variant: { ...expected.variant, http: false },
+  };
+}
+
+/**
+ * The gate's cases (npm test; test/tier.ts): the fewest, cheapest cases in which every check that
+ * some case fails (or warns on) is failed once, chosen greedily from the declarations (the most
+ * checks not yet shown per cost). A case runs over stdio alone unless a check it is chosen for
+ * shows only over HTTP. Every case still runs in the whole proof (npm run test:all).
+ */
+export function gateCases(): Record<string, Case> {
+  const shown = (findings: string[]) => new Set(findings.map((f) => f.split(' ')[1]!));
+  const options = Object.entries(matrix).flatMap(([name, expected]) => {
+    const stdio = overStdioOnly(expected);
+    const cost = caseCost(name, expected);
+    return [
+      { name, expected: stdio, checks: shown([...stdio.fail, ...stdio.warn]), cost },
+      ...(expected.http ? [{ name, expected, checks: shown([...expected.fail, ...expected.warn]), cost: cost + 1 }] : []),
+    ];
+  });
+  const left = new Set(options.flatMap((o) => [...o.checks]));
+  const chosen = new Map<string, Case>();
+  while (left.size > 0) {
+    const gain = (o: (typeof options)[number]) => [...o.checks].filter((id) => left.has(id)).length / o.cost;
+    const best = options.reduce((a, b) => (gain(b) > gain(a) ? b : a));
+    // Its HTTP option replaces its stdio one when both are chosen.
+    chosen.set(best.name, best.expected.http || !chosen.get(best.name)?.http ? best.expected : chosen.get(best.name)!);
+    for (const id of best.checks) left.delete(id);
+  }
+  return Object.fromEntries([...chosen].sort(([a], [b]) => Object.keys(matrix).indexOf(a) - Object.keys(matrix).indexOf(b)));
+}
+
+/** The cases this tier runs: the whole table in the whole proof, the gate's otherwise. */
+export const casesOfTier = (): Record<string, Case> => (WHOLE_PROOF ? matrix : gateCases());
+
+/** Runs every case of this tier whose index has the given parity: the table is split over two test
+ * files so that both vitest workers share it. */
 export function mutantCases(part: 0 | 1): void {
   describe.concurrent('mutants fail exactly the checks aimed at their defect', () => {
-    Object.entries(matrix).forEach(([mutant, expected], index) => {
+    Object.entries(casesOfTier()).forEach(([mutant, expected], index) => {
       if (index % 2 !== part) return;
       test(
         mutant,
