@@ -19,8 +19,10 @@ export class SparePool<T> {
   private handedOutAt?: number;
   /** How many start ahead before the time between takes is known (prime). */
   private primed = 1;
-  /** Takes still known to come (prime): no more than these start ahead; past them, as many as `ahead` again. */
+  /** Takes still known to come (expect, prime): no more than these start ahead; past them, as many as `ahead` again. */
   private expected?: number;
+  /** Takes so far: a count said later (prime) counts them as come. */
+  private taken = 0;
 
   constructor(
     private readonly start: () => Promise<T>,
@@ -36,6 +38,7 @@ export class SparePool<T> {
       this.gapMs = this.gapMs === undefined ? gap : (this.gapMs + gap) / 2;
     }
     // One more take than said (a failure's shrinking reruns): as many ahead as measured again.
+    this.taken++;
     if (this.expected !== undefined) this.expected = this.expected > 0 ? this.expected - 1 : undefined;
     const item = await (this.spares.shift() ?? this.timedStart());
     this.handedOutAt = Date.now();
@@ -48,9 +51,13 @@ export class SparePool<T> {
    * more than are still to come start ahead later (a spare left at the end is a start for nothing).
    */
   prime(count: number): void {
-    this.primed = Math.min(MAX_AHEAD, Math.max(1, count));
-    this.expected = count;
-    this.fill(this.primed);
+    this.expect(count);
+    this.primed = Math.min(MAX_AHEAD, Math.max(1, this.expected!));
+    this.fill(Math.min(this.primed, this.expected!));
+  }
+  /** `count` takes in all are known to come (those already made among them), but none is to start yet. */
+  expect(count: number): void {
+    this.expected = Math.max(0, count - this.taken);
   }
 
   private fill(count: number): void {

@@ -54,6 +54,18 @@ describe('a run', () => {
       scenarios: { id: string; transport: string; checks: string[]; ran: boolean; durationMs: number; transcript: { entries: number } }[];
     };
     const { checks, scenarios } = doc;
+    // A fresh server only where freshness is what a check tests, and the header says why each started.
+    const { stats } = JSON.parse(readFileSync(report, 'utf8')) as { stats: { serverStarts: number; startsBy: Record<string, number> } };
+    expect(stats.startsBy).toEqual({
+      'shared: the scenarios of a transport take turns on it': 2,
+      'lifetime/resident: the resident, over the whole run': 2,
+      'launcher/fails-closed: a fresh server of its own': 1,
+      'catalog/startups: a further startup': 6,
+      'catalog/inventory: an inventory connection': 2,
+      'explore/sequences: one per isolated run (a sequence, a shrink rerun)': 3,
+    });
+    expect(stats.serverStarts).toBe(16);
+    expect(stdout).toContain('server starts: ');
     const expected = checks.map((r) => `${r.transport} ${r.id} ${realCodexOnly.some((c) => c.id === r.id) ? 'skip not-applicable' : 'pass'}`);
     expect(checks.map((r) => `${r.transport} ${r.id} ${r.status}${r.skipReason ? ` ${r.skipReason}` : ''}`)).toEqual(expected);
     // Every check ran on at least one transport, exploration included.

@@ -84,12 +84,12 @@ const variants: Record<string, Variant> = {
 describe.concurrent('correct servers unlike the reference', () => {
   for (const [variant, { http, session, mustPass }] of Object.entries(variants)) {
     test(variant, { timeout: 300_000 }, async () => {
-      // Exploration too, on a smaller budget than a default run's: random sequences must not trip a correct server either.
+      // Exploration too, with a default run's budget: random sequences must not trip a correct server either.
       // The catalog scenarios (several overlapping startups each) only where the catalog is unusual:
       // a correct catalog of the usual shape is the reference's, which test/cli.test.ts runs whole.
       const catalog = mustPass.some((id) => id.startsWith('catalog/'));
       const select = (id: string) => catalog || !id.startsWith('catalog/');
-      const plan = nodePlan([unusualServer, variant], { explore: { ...EXPLORE_DEFAULTS, runs: 4 } }, { http, select });
+      const plan = nodePlan([unusualServer, variant], { explore: EXPLORE_DEFAULTS }, { http, select });
       plan.session = session;
       const { results } = await runSuite(plan, allScenarios);
       const line = (r: (typeof results)[number]) => `${r.transport} ${r.id} ${r.status}${r.reason ? ` (${r.reason})` : ''}: ${r.message ?? ''}`;

@@ -145,6 +145,15 @@ function timingLine(report: GradedReport, mode: HumanOptions['mode']): string | 
   return `run: ${(report.durationMs / 1000).toFixed(1)} s, ${scenariosRun} scenario${scenariosRun === 1 ? '' : 's'} run${starts}`;
 }
 
+/** Why each server was started: a fresh one only where freshness is what a check tests. */
+function startsLine(report: GradedReport): string | undefined {
+  const by = report.stats?.startsBy;
+  if (!by || Object.keys(by).length === 0) return undefined;
+  return `server starts: ${Object.entries(by)
+    .map(([why, count]) => `${count} ${why}`)
+    .join('; ')}`;
+}
+
 /** The terminal report: one line per check, details under each failure, the tally last. */
 export function renderHuman(report: GradedReport, options: HumanOptions): string {
   const c = new Chalk({ level: options.color ? 1 : 0 });
@@ -165,6 +174,8 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   const timing = timingLine(report, options.mode);
   if (timing) out.push(c.dim(timing));
+  const starts = options.mode === 'host' ? undefined : startsLine(report);
+  if (starts) out.push(c.dim(neutralize(starts)));
   const elicited = elicitationNote(report);
   if (elicited) out.push(c.yellow(defuseWorkflowCommands(neutralize(elicited))));
   if (report.startFailure) {

@@ -73,7 +73,7 @@ export interface RunReport {
    * control call that executed nothing or was rejected) had decided their checks, one per scenario
    * not started and per exploration sequence not run.
    */
-  stats?: { serverStarts: number; scenariosRun: number; startsSaved?: number; startsShared?: number };
+  stats?: { serverStarts: number; scenariosRun: number; startsSaved?: number; startsShared?: number; startsBy?: Record<string, number> };
 }
 
 /** Why a target never got through startup. */

@@ -75,7 +75,13 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     ...(suite.sessions?.length ? { sessions: suite.sessions } : {}),
     ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.recorded.elicitations) } }),
     durationMs: Date.now() - suite.started,
-    stats: { serverStarts: suite.serverStarts, scenariosRun: suite.scenariosRun, startsSaved: suite.startsSaved, startsShared: suite.startsShared },
+    stats: {
+      serverStarts: suite.serverStarts,
+      scenariosRun: suite.scenariosRun,
+      startsSaved: suite.startsSaved,
+      startsShared: suite.startsShared,
+      ...(suite.startsBy.size ? { startsBy: Object.fromEntries(suite.startsBy) } : {}),
+    },
   };
 }
 

@@ -68,7 +68,12 @@ export class ScenarioServers {
     private readonly run: ScenarioRun,
     private readonly target: Target,
     private readonly scope: ProcessScope,
-  ) {}
+  ) {
+    // Its isolated runs may begin before they are known to be worth starting ahead (primeIsolated):
+    // none of them then starts a spare that no run will take.
+    const runs = (run.scenario as Scenario).isolatedRuns?.(run.suite.plan.options, run.job.transport);
+    if (runs !== undefined) this.spares.expect(runs);
+  }
 
   /** The scenario's observers and first server, timed: its own, or its transport's shared one (Scenario.shares). */
   async openMain(): Promise<Connection> {
@@ -80,7 +85,7 @@ export class ScenarioServers {
     run.log.observers = this.observers;
     timing.observersMs = Date.now() - run.clock.t0;
     this.primeWhenKnown();
-    suite.serverStarts++;
+    suite.countStart(`${run.scenario.id}: ${run.scenario.resident ? 'the resident, over the whole run' : 'a fresh server of its own'}`);
     this.mainStartedAt = Date.now();
     this.main = this.opened(await suite.connect(this.target, this.observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     timing.startupMs = Date.now() - run.clock.t0 - timing.observersMs;
@@ -127,7 +132,7 @@ export class ScenarioServers {
   async openConnection(purpose?: ConnectionPurpose): Promise<Connection> {
     this.assertLive();
     const { suite } = this.run;
-    suite.serverStarts++;
+    suite.countStart(`${this.run.scenario.id}: ${purpose === 'inventory' ? 'an inventory connection' : 'a further startup'}`);
     // A start-up only waits: the acting slot goes to another job meanwhile.
     const extra = this.opened(
       await this.run.slot.waiting(suite.connect(this.target, this.observers!.pathTrapDir, suite.plan.options.startupTimeoutMs, purpose)),
@@ -164,7 +169,7 @@ export class ScenarioServers {
     // Fixed width, as the scenario's own (ScenarioRun.dir): a replayed sequence's commands are as long as in the run it came from.
     const own = join(this.run.dir, `x${String(++this.isolatedRuns).padStart(3, '0')}`);
     const observers = await ScenarioObservers.create(own, { realCodex: suite.plan.realCodex });
-    suite.serverStarts++;
+    suite.countStart(`${this.run.scenario.id}: one per isolated run (a sequence, a shrink rerun)`);
     const remove = () => rm(own, { recursive: true, force: true });
     try {
       const startedAt = Date.now();

@@ -6,13 +6,16 @@ import { MonitorLog } from './server-calls.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
 import type { Connector, RunPlan } from './plan.js';
 
+/** Why a shared server was started, in the run's account of its starts (SuiteRun.startsBy). */
+export const SHARED_START = 'shared: the scenarios of a transport take turns on it';
+
 /** What the shared servers need of their run (SuiteRun). */
 export interface SharingRun {
   readonly root: string;
   readonly plan: RunPlan;
   readonly scope: ProcessScope;
   readonly connect: Connector;
-  serverStarts: number;
+  countStart(why: string): void;
   startsShared: number;
   closeLater(connections: Connection[], lingerMs: number, then: (closeMs: number) => void): void;
 }
@@ -120,7 +123,7 @@ export class SharedServers {
   private async start(target: Target, transport: Transport): Promise<SharedServer> {
     const { suite } = this;
     const observers = await ScenarioObservers.create(join(suite.root, `shared-${transport}-${++this.generation}`), { realCodex: suite.plan.realCodex });
-    suite.serverStarts++;
+    suite.countStart(SHARED_START);
     const startedAt = Date.now();
     const connection = await this.scope.run(() => suite.connect(target, observers.pathTrapDir, suite.plan.options.startupTimeoutMs));
     // Its first taker saves nothing: this start is the one it would have made.

@@ -30,6 +30,8 @@ export class SuiteRun {
   readonly scenarioTimeoutMs: number;
   readonly connect: Connector;
   serverStarts = 0;
+  /** The starts by why they were made (StartReason): the report header's account of the processes. */
+  readonly startsBy = new Map<string, number>();
   scenariosRun = 0;
   /** Server starts left out because a known blocker decided their checks (knownBlocker). */
   startsSaved = 0;
@@ -108,6 +110,12 @@ export class SuiteRun {
     const control = this.control.known?.blocker;
     if (!control || !check.needs.includes('exec') || (transport ?? 'stdio') !== 'stdio') return undefined;
     return ownCallForms && !(control.status === 'skip' && control.hint === 'exec-adapter') ? undefined : control;
+  }
+
+  /** One more server started, and why (`<scenario id>: <what for>`, or the shared servers'). */
+  countStart(why: string): void {
+    this.serverStarts++;
+    this.startsBy.set(why, (this.startsBy.get(why) ?? 0) + 1);
   }
 
   /** Every scenario but the residents has finished. */

@@ -25,7 +25,7 @@ import { argumentChoices, openSession, sendToSession } from './tool-calls.js';
  */
 
 /** Default budget of exploration: reproducible (fixed seed) and small enough for the default wall time; the soak's seed too. */
-export const EXPLORE_DEFAULTS: ExploreOptions = { runs: 12, seed: 20261201 };
+export const EXPLORE_DEFAULTS: ExploreOptions = { runs: 2, seed: 20261201 };
 /** How long an idle step waits: up to several seconds; shrinking shortens it to the shortest that still fails. */
 export const IDLE_STEPS_MS = [250, 1000, 2500, 5000] as const;
 /** A server's traffic makes at most this many calls through repeated steps (a repeat stops there). */

@@ -65,13 +65,18 @@ export const sequencesHoldContract: CheckDef = {
 export { EXPLORE_DEFAULTS };
 /** Sequences run at once: fixed (not the run's parallelism), so a seed means the same sequences on every machine. */
 const WORKERS = 2;
-const MAX_STEPS = 10;
+/**
+ * A sequence's steps at most. Each sequence starts a fresh server (what makes a sequence replay the
+ * same), so the run's cost follows the sequences: a few long ones give a server a long history (the
+ * stateful defects' subject) for a start each, where many short ones paid a start per ten steps.
+ */
+const MAX_STEPS = 60;
 /** What each sequence adds to its worker's budget (Budget): idle time and the extra calls of repeated steps. */
-const IDLE_PER_SEQUENCE_MS = 300;
-const REPEATS_PER_SEQUENCE = 4;
+const IDLE_PER_SEQUENCE_MS = 1_800;
+const REPEATS_PER_SEQUENCE = 24;
 /** Shrinking reruns each candidate on a fresh server: at most this many, and no more once 8 in a row shortened nothing (ShrinkBudget). */
 const MAX_SHRINK_RUNS = 40;
-const SHRINK_PATIENCE = 8;
+const SHRINK_PATIENCE = 12;
 /** What a time budget allows shrinking on top of it (--explore-time): about as long as 40 reruns take under load. */
 const SHRINK_ALLOWANCE_MS = 60_000;
 
@@ -113,7 +118,8 @@ function commandArbitrary(ctx: ScenarioContext, replayPath?: string): fc.Arbitra
   return fc.commands(
     [exec, exec, exec, exec, exec, refused, refused, burst, other, idleStep(), repeatStep(), ...sessions],
     // fc.commands shrinks by what actually ran, so replaying a shrunk sequence needs that record too.
-    { maxCommands: MAX_STEPS, ...(replayPath !== undefined ? { replayPath } : {}) },
+    // 'max': lengths drawn up to MAX_STEPS (fast-check's default size would keep them under 10).
+    { maxCommands: MAX_STEPS, size: 'max', ...(replayPath !== undefined ? { replayPath } : {}) },
   );
 }
 

@@ -263,7 +263,7 @@ describe('runSuite over an in-process server', () => {
     ]);
     for (const result of report.results)
       expect(result).toMatchObject({ status: 'skip', reason: 'could-not-run', hint: 'assume-opt-in', blockedBy: 'capability/advertised' });
-    expect(report.stats).toEqual({ serverStarts: 1, scenariosRun: 1, startsSaved: 1, startsShared: 0 });
+    expect(report.stats).toEqual({ serverStarts: 1, scenariosRun: 1, startsSaved: 1, startsShared: 0, startsBy: { 'first: a fresh server of its own': 1 } });
   });
 
   test('a hint is offered only where following it would make the check run', async () => {
