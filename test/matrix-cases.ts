@@ -131,8 +131,12 @@ export function casePlan(name: string, expected: Case): { args: string[]; option
   return {
     args: [mutantsServer, expected.mutant ?? name],
     // The resident server (its calls over the whole run, with idle gaps) only for the mutants whose
-    // defect waits for a count of calls or for time (`resident: true`).
-    options: { resident: declared.resident === true, ...expected.options },
+    // defect waits for a count of calls or for time (`resident: true`); its long commands as long as declared (`slowCommand`).
+    options: {
+      resident: declared.resident === true,
+      ...(declared.slowCommand !== undefined ? { slowCommandMs: declared.slowCommand * 1000 } : {}),
+      ...expected.options,
+    },
     variant: { http: expected.http, select, ...(declared.noSessionAdapter ? { session: false as const } : {}), ...expected.variant },
   };
 }

@@ -165,6 +165,9 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   if (report.containment) out.push(c.dim(`containment: ${report.containment.mechanism}: ${report.containment.detail}`));
   const timing = timingLine(report, options.mode);
   if (timing) out.push(c.dim(timing));
+  const longest = report.stats?.longestCommandMs;
+  if (longest)
+    out.push(c.dim(`longest command sent: ${longest / 1000} s (--slow-command SECONDS sets how long the resident's and the soak's long commands run)`));
   const elicited = elicitationNote(report);
   if (elicited) out.push(c.yellow(defuseWorkflowCommands(neutralize(elicited))));
   if (report.startFailure) {
