@@ -54,8 +54,8 @@ const CORE_CALLS = LAST_GAP + 2;
  * How long the long commands run unless --slow-command says otherwise: as long as a default run
  * affords at no cost. Sent beside the first gap, they end no later than the slow commands sent
  * beside the last one (SLOW_COMMAND_MS), whose answers the core waits for anyway: the gaps before
- * the last and a slow command's length (1.5 + 2 + 2.5 = 6 s); the calls between the gaps only add
- * to the others' end. Longer than the longest gap, and than a watchdog of 5 s.
+ * the last and a slow command's length (1.5 + 2 + 2.5 = 6 s); the calls between the gaps only make
+ * those end later. Longer than the longest gap, and than a watchdog of 5 s.
  */
 export const DEFAULT_SLOW_COMMAND_MS = [...RESIDENT_GAPS.entries()].filter(([k]) => k !== LAST_GAP).reduce((sum, [, ms]) => sum + ms, 0) + SLOW_COMMAND_MS;
 /** How long the long commands of the resident and the soak run in this run (--slow-command). */
