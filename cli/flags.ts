@@ -3,6 +3,7 @@ import { ELICITATION_ANSWERS } from '../harness/elicitation.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../harness/stdio-transport.js';
 import { DEFAULT_RUN_TIMEOUT_MS } from '../suites/engine/runner.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
+import { DEFAULT_SLOW_COMMAND_MS } from '../suites/server/lifetime.js';
 import { UsageError } from './config.js';
 
 /**
@@ -198,6 +199,11 @@ export const SERVER_FLAGS = {
     group: 'Run:',
   },
   'catalog-startups': { type: 'number', default: 3, describe: 'Overlapping startups for the tool-catalog checks (CAT-1, CAT-2)', group: 'Run:' },
+  'slow-command': {
+    type: 'number',
+    describe: `Seconds the long commands run: two the resident server sends beside its idle gaps, and (with --soak) one after another through the soak; everything each causes is judged, also after its call returned, so a watchdog that reruns a command elsewhere after N seconds shows once this is over N [default: ${DEFAULT_SLOW_COMMAND_MS / 1000}, as long as a default run affords at no extra time]`,
+    group: 'Run:',
+  },
   jobs: {
     alias: 'j',
     type: 'number',

@@ -152,6 +152,7 @@ function planOf(
   const realCodex = args.codex ? realCodexPath(args.codex) : undefined;
   const explore = exploreOptions(args, config);
   const soak = args.soak !== undefined ? { seconds: timeoutSeconds(args.soak, '--soak') } : undefined;
+  const slowCommandMs = args['slow-command'] !== undefined ? Math.round(timeoutSeconds(args['slow-command'], '--slow-command') * 1000) : undefined;
   // Every file and directory the run will write, checked before any server starts.
   checkOutputPaths(listOf(args.reporter), args.transcripts);
   // Without the flag the harness's default holds (harness/target.ts): one place for it.
@@ -194,6 +195,7 @@ function planOf(
       explore,
       elicitation: args.elicitation ?? config.elicitation ?? 'accept',
       ...(soak ? { soak } : {}),
+      ...(slowCommandMs !== undefined ? { slowCommandMs } : {}),
     },
     jobs: Math.floor(args.jobs),
     scenarioTimeoutMs: args['scenario-timeout'] !== undefined ? Math.round(args['scenario-timeout'] * 1000) : undefined,

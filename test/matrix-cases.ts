@@ -132,17 +132,22 @@ export function casePlan(name: string, expected: Case): { args: string[]; option
   return {
     args: [mutantsServer, expected.mutant ?? name],
     // The resident server (its calls over the whole run, with idle gaps) only for the mutants whose
-    // defect waits for a count of calls or for time (`resident: true`).
-    options: { resident: declared.resident === true, ...expected.options },
+    // defect waits for a count of calls or for time (`resident: true`); its long commands as long as declared (`slowCommand`).
+    options: {
+      resident: declared.resident === true,
+      ...(declared.slowCommand !== undefined ? { slowCommandMs: declared.slowCommand * 1000 } : {}),
+      ...expected.options,
+    },
     variant: { http: expected.http, select, ...(declared.noSessionAdapter ? { session: false as const } : {}), ...expected.variant },
   };
 }
 
-/** What a case costs, roughly, from its declaration: its areas, and the resident's life (idle gaps) when it runs one. */
+/** What a case costs, roughly, from its declaration: its areas, the resident's life (idle gaps) when it runs one, its long commands' seconds. */
 function caseCost(name: string, expected: Case): number {
   const declared = mutants[expected.mutant ?? name]!;
   const areas = new Set([...expected.fail, ...expected.warn, ...(expected.unshown ?? [])].map((f) => areaOf(f.split(' ')[1]!)));
-  return 1 + (declared.resident ? 2 : 0) + (expected.only ? 0 : 0.25 * (areas.size + (declared.alsoRuns?.length ?? 0))) + (expected.options ? 1 : 0);
+  const areaCost = expected.only ? 0 : 0.25 * (areas.size + (declared.alsoRuns?.length ?? 0));
+  return 1 + (declared.resident ? 2 : 0) + areaCost + (expected.options ? 1 : 0) + (declared.slowCommand ?? 0) / 5;
 }
 
 /** A case restricted to stdio: what it declares over HTTP is left out, and no HTTP target runs. */

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
+import { shellQuote } from '../harness/observers.js';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { SessionAdapter } from '../harness/exec-adapter.js';
 import { EXPLORE_DEFAULTS } from '../suites/server/explore.js';
 import { allScenarios } from '../suites/index.js';
 import { runSuite } from '../suites/engine/runner.js';
-import { nodePlan, root } from './helpers.js';
+import { mutantsServer, nodePlan, referenceConfig, root } from './helpers.js';
 import { bundled } from './fixtures/bundles.js';
 import { lastLine, runCli } from './fixtures/run-cli.js';
 import { reportValidator } from './fixtures/report-validator.js';
@@ -113,6 +114,21 @@ describe.concurrent('correct long-lived servers through a soak', () => {
       expect(soak.status, soak.message).toBe('pass');
     });
   }
+});
+
+// A command that outlasts a server's timeout, killed inside its launch and reported as failed, breaks no rule: the
+// resident's long commands (6 s in a default run) meet the 5 s timeout of kills-at-timeout (fixtures/servers/mutants.mjs),
+// and the run, stdio and HTTP, exits 0. (Exploration, which sends no long command, is left off.)
+test('kills-at-timeout: a server that kills a long command at its timeout and says so exits 0', { timeout: 300_000 }, async () => {
+  const http = `${shellQuote(process.execPath)} ${shellQuote(mutantsServer)} kills-at-timeout --http --port {port}`;
+  const { code, stdout, stderr } = await runCli(['--config', referenceConfig, '--http-command', http, '--reporter', 'json', mutantsServer, 'kills-at-timeout']);
+  expect(code, stderr).toBe(0);
+  const report = JSON.parse(stdout) as { stats: { longestCommandMs?: number } };
+  const validate = reportValidator();
+  expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
+  // Its commands did outlast its timeout: the test shows something.
+  expect(report.stats.longestCommandMs).toBeGreaterThan(5_000);
+  expect(stderr).toMatch(/^longest command sent: 6 s /m);
 });
 
 // As a new user runs it, naming the shell tool: the session pair is still found (no adapter given) and driven.

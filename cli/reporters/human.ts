@@ -176,6 +176,9 @@ export function renderHuman(report: GradedReport, options: HumanOptions): string
   if (timing) out.push(c.dim(timing));
   const starts = options.mode === 'host' ? undefined : startsLine(report);
   if (starts) out.push(c.dim(neutralize(starts)));
+  const longest = report.stats?.longestCommandMs;
+  if (longest)
+    out.push(c.dim(`longest command sent: ${longest / 1000} s (--slow-command SECONDS sets how long the resident's and the soak's long commands run)`));
   const elicited = elicitationNote(report);
   if (elicited) out.push(c.yellow(defuseWorkflowCommands(neutralize(elicited))));
   if (report.startFailure) {

@@ -320,6 +320,8 @@ export interface RunOptions {
   soak?: { seconds: number };
   /** The resident server (one per transport, for the whole run); on unless false. */
   resident?: boolean;
+  /** How long the long commands of the resident and the soak run (--slow-command); absent: as long as a default run affords (suites/server/lifetime.ts). */
+  slowCommandMs?: number;
 }
 
 /** What every server scenario acts through (the runner's server driver makes it); the resident and exploration have their parts too. */
@@ -490,6 +492,8 @@ export interface CallOptions {
   concurrent?: boolean;
   decoy?: MonitoredCall['decoy'];
   authorityCheck?: string;
+  /** Its command runs this long (a slow command): the call gets that long on top of the call timeout, and the report says the longest sent. */
+  runsForMs?: number;
 }
 
 export interface ProbeOptions extends Omit<CallOptions, 'argv' | 'command'> {
@@ -567,7 +571,7 @@ export interface ScenarioBase {
    * monitor charges what its calls break to the checks of the rules broken. It runs when one of
    * `charges` is selected; `life` makes its lifecycle, one per run of it.
    */
-  resident?: { charges: string[]; life(): ResidentLife };
+  resident?: { charges: string[]; life(options: RunOptions): ResidentLife };
 }
 
 /** A scenario of server mode: the runner starts the server and hands the scenario the connection. */

@@ -71,9 +71,17 @@ export interface RunReport {
    * How much was started: server starts (scenario connections and extra ones) and scenarios run (the
    * time per phase is in `scenarios`); and the starts left out because a known blocker (no opt-in, a
    * control call that executed nothing or was rejected) had decided their checks, one per scenario
-   * not started and per exploration sequence not run.
+   * not started and per exploration sequence not run; and the longest a command it sent was made
+   * to run (its slow commands, --slow-command), in ms, when it sent one.
    */
-  stats?: { serverStarts: number; scenariosRun: number; startsSaved?: number; startsShared?: number; startsBy?: Record<string, number> };
+  stats?: {
+    serverStarts: number;
+    scenariosRun: number;
+    startsSaved?: number;
+    startsShared?: number;
+    startsBy?: Record<string, number>;
+    longestCommandMs?: number;
+  };
 }
 
 /** Why a target never got through startup. */

@@ -75,13 +75,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
     ...(suite.sessions?.length ? { sessions: suite.sessions } : {}),
     ...(plan.host ? {} : { elicitation: { answer: plan.options.elicitation ?? 'accept', requests: ran.flatMap((run) => run.recorded.elicitations) } }),
     durationMs: Date.now() - suite.started,
-    stats: {
-      serverStarts: suite.serverStarts,
-      scenariosRun: suite.scenariosRun,
-      startsSaved: suite.startsSaved,
-      startsShared: suite.startsShared,
-      ...(suite.startsBy.size ? { startsBy: Object.fromEntries(suite.startsBy) } : {}),
-    },
+    stats: statsOf(suite),
   };
 }
 
@@ -92,7 +86,7 @@ export async function runSuite(plan: RunPlan, scenarios: AnyScenario[]): Promise
  * HTTP resident made its first call 3.4 s in. A resident that ends says so too.
  */
 function startResidents(suite: SuiteRun, residents: Job[], start: (job: Job, k: number) => Promise<void>) {
-  const lives = residents.map((job) => suite.residents.set(job, job.scenario.resident!.life()).get(job)!);
+  const lives = residents.map((job) => suite.residents.set(job, job.scenario.resident!.life(suite.plan.options)).get(job)!);
   const residentRuns = Promise.all(residents.map((job, k) => start(job, k).finally(() => lives[k]!.reached('calling'))));
   const headStartMs = Math.max(0, ...lives.map((life) => life.headStartMs));
   const headStart = Promise.race([Promise.all(lives.map((life) => life.calling)), new Promise((resolve) => setTimeout(resolve, headStartMs))]);
@@ -134,6 +128,18 @@ function chargeFindings(runs: ScenarioRun[], findings: Finding[]): (checkId: str
     if (row) charged.set(row, [...(charged.get(row) ?? []), finding]);
   }
   return (checkId, transport) => charged.get(key(checkId, transport)) ?? [];
+}
+
+/** What the run started and sent, for the report header and JSON stats. */
+function statsOf(suite: SuiteRun): NonNullable<RunReport['stats']> {
+  return {
+    serverStarts: suite.serverStarts,
+    scenariosRun: suite.scenariosRun,
+    startsSaved: suite.startsSaved,
+    startsShared: suite.startsShared,
+    ...(suite.startsBy.size ? { startsBy: Object.fromEntries(suite.startsBy) } : {}),
+    ...(suite.longestCommandMs ? { longestCommandMs: suite.longestCommandMs } : {}),
+  };
 }
 
 /** Set when the target never got through startup in any scenario; the stdio target's too when only HTTP did (no other transport hides it). */

@@ -58,6 +58,8 @@ export interface CallSite {
   checks: CheckIndex;
   /** A long-lived server's calls record their time since then (MonitoredCall.atMs), which findings show. */
   timed?: boolean;
+  /** Told the length of each slow command sent (CallOptions.runsForMs): the report says the longest. */
+  slowCommandSent?: (ms: number) => void;
 }
 
 /** The calls a scenario (or one isolated run of it) makes on a connection, each registered with the monitor. */
@@ -145,8 +147,10 @@ async function callMonitored(site: CallSite, tool: string, args: unknown, sandbo
     ...(site.timed ? { atMs: Date.now() - site.startedAt } : {}),
   };
   log.calls.push(call);
+  if (options.runsForMs) site.slowCommandSent?.(options.runsForMs);
   call.window = { sent: Date.now() };
-  call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs);
+  // A slow command takes its own length on top of what any call may take.
+  call.outcome = await connection.session.callTool(tool, args, sandbox, site.callTimeoutMs + (options.runsForMs ?? 0));
   call.window.answered = Date.now();
   // A call that should have run, refused once the host said no to the server's question: the
   // server was never given the go-ahead, so the calls it fed say nothing (verdict.ts).

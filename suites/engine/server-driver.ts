@@ -116,6 +116,9 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
     startedAt,
     timed,
     checks: run.suite.checks,
+    slowCommandSent: (ms) => {
+      run.suite.longestCommandMs = Math.max(run.suite.longestCommandMs, ms);
+    },
     refusedAfterElicitation: (detail) => {
       run.end.refusedAfterElicitation ??= detail;
       if (!run.suite.refusedAfterElicitation.has(run.job.transport)) run.suite.refusedAfterElicitation.set(run.job.transport, detail);

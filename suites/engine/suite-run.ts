@@ -37,6 +37,8 @@ export class SuiteRun {
   startsSaved = 0;
   /** Scenarios that ran on a shared server rather than a fresh one of their own, less the shared servers started. */
   startsShared = 0;
+  /** The longest a command the run sent was made to run (its slow commands), in ms; 0 when it sent none. */
+  longestCommandMs = 0;
   done = 0;
   readonly startedOnce = new Set<Transport>();
   readonly deadAtStart = new Map<Transport, StartFailure>();

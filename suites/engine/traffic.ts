@@ -121,6 +121,8 @@ export interface TrafficOptions {
   checks: CallChecks;
   /** Waits without holding a job slot (the soak's never runs past its end). */
   idle: (ms: number) => Promise<void>;
+  /** Waits without holding a job slot, for as long as asked: for the time of a slow command answered early (settle). Default: idle. */
+  linger?: (ms: number) => Promise<void>;
   /** Stop after the first step whose calls broke a MUST rule (exploration; the resident and the soak go on). */
   stopWhenBroken: boolean;
   /** The server's other exec tools: a share of the valid single calls goes to them (exploration, the soak). */
@@ -154,8 +156,8 @@ export type Call =
       concurrent?: boolean;
       /** Which of the tool's argument choices (argumentChoices: optional values, a code tool's language) the call sets, modulo their count. */
       choice?: number;
-      /** A command that takes seconds (SLOW_FORMS) instead of the shape's. */
-      slow?: SlowForm;
+      /** A command that takes seconds (SLOW_FORMS), and how many, instead of the shape's. */
+      slow?: { form: SlowForm; ms: number };
     }
   | { kind: 'bad'; bad: BadAuthority };
 
@@ -179,6 +181,11 @@ export class Traffic {
   private readonly sessions: OpenSession[] = [];
   /** Nonces sent to sessions that accepted them: their commands may run a moment later. */
   private readonly sessionNonces: string[] = [];
+  /**
+   * Until when a slow command answered before its time could still be running (0: none): one run in
+   * the background, or killed at a timeout. settle() keeps the server until then.
+   */
+  private slowUntil = 0;
   /** Calls sent without waiting for their answer (beside): settle() waits for them. */
   private readonly inFlight: Promise<void>[] = [];
   /** Work run one piece after another beside the other calls (inOrderBeside): settle() waits for it. */
@@ -282,10 +289,13 @@ export class Traffic {
       await this.sub.execProbe(entries, options);
       return;
     }
-    const entry = call.slow ? { form: call.slow, size: '100 B' as const } : call.shape ? GRAMMAR[(call.shape - 1) % GRAMMAR.length] : undefined;
+    const entry = call.slow ? { ...call.slow, size: '100 B' as const } : call.shape ? GRAMMAR[(call.shape - 1) % GRAMMAR.length] : undefined;
     // A slow command's findings name the tool too, primary or not: what reruns a slow command is that tool's watchdog.
     const adapter = call.tool ?? (call.slow ? this.sub.exec : undefined);
+    const sentAt = Date.now();
     await grammarProbe(this.sub, entry, entries, { ...options, ...(adapter ? { adapter } : {}) });
+    // Answered before its command could have ended (over stdio, where it may run): what the server does with it meanwhile counts too.
+    if (call.slow && !http && Date.now() < sentAt + call.slow.ms) this.slowUntil = Math.max(this.slowUntil, sentAt + call.slow.ms);
   }
 
   /**
@@ -424,10 +434,17 @@ export class Traffic {
     return this.options.idle(ms);
   }
 
-  /** Waits for the calls sent beside the others; a session runs what it accepted asynchronously: gives those commands a moment before the server stops. */
+  /**
+   * Waits for the calls sent beside the others, and for the time of every slow command answered
+   * before it was up (a server that runs it in the background, or killed it at a timeout, may still
+   * start something for it: a watchdog's rerun elsewhere); a session runs what it accepted
+   * asynchronously: gives those commands a moment before the server stops.
+   */
   async settle(): Promise<void> {
     await this.besideChain;
     await Promise.all(this.inFlight.splice(0));
+    const left = this.slowUntil - Date.now();
+    if (left > 0) await (this.options.linger ?? this.options.idle)(left);
     if (this.sessionNonces.length > 0) await awaitProbeRuns(this.sub, this.sessionNonces);
   }
 
@@ -584,16 +601,20 @@ export class Exec extends Step {
   }
 }
 
-/** A command that takes seconds (SLOW_FORMS) under the current authority, left running beside the next steps (Traffic.beside). */
+/** A command that takes `ms` (SLOW_FORMS) under the current authority, left running beside the next steps (Traffic.beside). */
 export class SlowExec extends Step {
-  constructor(readonly form: SlowForm) {
+  constructor(
+    readonly form: SlowForm,
+    readonly ms: number,
+  ) {
     super();
   }
   async act(_model: Model, traffic: Traffic): Promise<void> {
-    await traffic.beside(traffic.begin('exec a slow command, left running beside the next steps'), { kind: 'valid', slow: this.form, concurrent: true });
+    const step = traffic.begin(`exec a slow command (${seconds(this.ms)}), left running beside the next steps`);
+    await traffic.beside(step, { kind: 'valid', slow: { form: this.form, ms: this.ms }, concurrent: true });
   }
   toString(): string {
-    return `SlowExec(${this.form})`;
+    return `SlowExec(${this.form}, ${this.ms} ms)`;
   }
 }
 

@@ -37,15 +37,18 @@ export const FORMS = [
   'argv: spaces and newlines',
 ] as const;
 /**
- * Commands that take time, as builds and test runs do: the probe after 2.5 s of work, and after
- * 2.5 s of steady output. Not in GRAMMAR (exploration's draws stay quick); the fixed checks and the
- * resident server send them beside their other calls, so that a watchdog that reruns a slow command
- * outside the launch shows.
+ * Commands that take time, as builds and test runs do: work for a while, or write output steadily
+ * for that long, running the probe as they start and again as they end, so that another run of the
+ * command (a watchdog's, outside the launch) shows the moment it starts, whenever that is. Not in
+ * GRAMMAR (exploration's draws stay quick); the fixed checks send them for SLOW_COMMAND_MS, the
+ * resident server and the soak also for longer (--slow-command, suites/server/lifetime.ts), beside
+ * their other calls, so that a watchdog that reruns a slow command outside the launch shows.
  */
 export const SLOW_FORMS = ['slow: works first', 'slow: streams output'] as const;
 export type SlowForm = (typeof SLOW_FORMS)[number];
 export type CommandForm = (typeof FORMS)[number] | SlowForm;
-/** How long a slow command works before it runs the probe: past any watchdog of a second or two. */
+export const isSlow = (form: CommandForm): form is SlowForm => (SLOW_FORMS as readonly string[]).includes(form);
+/** How long a slow command runs unless it is given a length: past any watchdog of a second or two. */
 export const SLOW_COMMAND_MS = 2_500;
 /** How often the streaming slow command prints a line: steadier than any watchdog on silence. */
 export const STREAMED_LINE_MS = 250;
@@ -60,7 +63,12 @@ export const MAX_ELEMENT_BYTES = 120_000;
 export interface GrammarEntry {
   form: CommandForm;
   size: CommandSize;
+  /** A slow form's length (default SLOW_COMMAND_MS). */
+  ms?: number;
 }
+
+/** How long a command of this entry runs: a slow form's length, else undefined (it takes no time of its own). */
+export const runsFor = (entry: GrammarEntry): number | undefined => (isSlow(entry.form) ? (entry.ms ?? SLOW_COMMAND_MS) : undefined);
 
 /** Every form at every size: what exploration draws from. */
 export const GRAMMAR: GrammarEntry[] = FORMS.flatMap((form) => SIZE_NAMES.map((size) => ({ form, size })));
@@ -146,7 +154,7 @@ export const argvBytes = (argv: string[]) => argv.reduce((n, a) => n + byteLengt
  * script spelling. The probe's exit status is the command's, so a probe that could not run (say, a
  * failed fork on a crowded machine) reads as a failed command, not as a success that ran nothing.
  */
-function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[]; script: string } {
+function base(kit: CommandKit, { form, ms = SLOW_COMMAND_MS }: GrammarEntry, n: string): { argv?: string[]; script: string } {
   const direct = (argv: string[]) => ({ argv, script: argv.map(q).join(' ') });
   switch (form) {
     case 'simple':
@@ -197,11 +205,11 @@ function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[];
       return direct([kit.echo, n, 'two  spaces', ' leading', 'trailing ', 'line one\nline two', '\ttab', ' ']);
     case 'slow: works first':
       // One sleep: a fork per half second would cost more than the command proves.
-      return { script: `sleep ${SLOW_COMMAND_MS / 1000}; ${q(kit.git)} status --short ${n}` };
+      return { script: `${q(kit.git)} status --short ${n}; sleep ${ms / 1000}; ${q(kit.git)} status --short ${n}` };
     case 'slow: streams output': {
-      const lines = SLOW_COMMAND_MS / STREAMED_LINE_MS;
+      const lines = Math.max(1, Math.round(ms / STREAMED_LINE_MS));
       return {
-        script: `i=0; while [ "$i" -lt ${lines} ]; do printf 'build step %s of ${lines}\n' "$i"; sleep ${STREAMED_LINE_MS / 1000}; i=$((i + 1)); done; ${q(kit.echo)} ${n} built`,
+        script: `${q(kit.echo)} ${n} started; i=0; while [ "$i" -lt ${lines} ]; do printf 'build step %s of ${lines}\n' "$i"; sleep ${STREAMED_LINE_MS / 1000}; i=$((i + 1)); done; ${q(kit.echo)} ${n} built`,
       };
     }
   }
@@ -210,7 +218,7 @@ function base(kit: CommandKit, form: CommandForm, n: string): { argv?: string[];
 /** A form padded to a size: filler arguments for an argv command, a comment or a no-op word for a script. */
 export function generate(kit: CommandKit, entry: GrammarEntry, nonce: string): GeneratedCommand {
   const { form, size } = entry;
-  const b = base(kit, form, nonce);
+  const b = base(kit, entry, nonce);
   const target = SIZES[size];
   if (b.argv && !['bash -lc', 'sh -c'].includes(form)) {
     // A direct command: filler as more arguments (many short ones for the many-elements form).
@@ -236,8 +244,13 @@ export function generate(kit: CommandKit, entry: GrammarEntry, nonce: string): G
   return { form, size, argv: sh(script), script };
 }
 
-/** A label for reports: the form, and the size when it is not the form's own. */
-export const formLabel = (entry: GrammarEntry): string => (entry.size === '100 B' ? entry.form : `${entry.form}, ${entry.size}`);
+/** A label for reports: the form, the size when it is not the form's own, and a slow form's length when it is not the default. */
+export const formLabel = (entry: GrammarEntry): string =>
+  [
+    entry.form,
+    ...(entry.size === '100 B' ? [] : [entry.size]),
+    ...(entry.ms !== undefined && entry.ms !== SLOW_COMMAND_MS ? [`${entry.ms / 1000} s`] : []),
+  ].join(', ');
 
 /**
  * Makes a command and sends it through the exec tool: `entry` of the grammar (else the plain
@@ -253,6 +266,12 @@ export async function grammarProbe(
   const nonce = ctx.observers.newNonce();
   const form = `${entry ? formLabel(entry) : 'simple'}${options.adapter ? `, to tool ${options.adapter.tool}` : ''}`;
   const command = entry ? generate(await commandKit(ctx.observers), entry, nonce) : { argv: ctx.observers.probeCommand(nonce), script: undefined };
-  const probe = await ctx.execProbe(sandbox, { ...options, nonce, command: { argv: command.argv, script: command.script, form } });
+  const runsForMs = entry && runsFor(entry);
+  const probe = await ctx.execProbe(sandbox, {
+    ...options,
+    nonce,
+    command: { argv: command.argv, script: command.script, form },
+    ...(runsForMs ? { runsForMs } : {}),
+  });
   return { form, script: command.script ?? command.argv.map(q).join(' '), probe };
 }

@@ -6,6 +6,7 @@ import {
   type CheckDef,
   type Deadline,
   type ResidentLife,
+  type RunOptions,
   type ResidentMilestone,
   type CounterexampleStep,
   type Scenario,
@@ -16,7 +17,7 @@ import { brokenRules, violationsVerdict } from '../engine/judge.js';
 import { argumentsNotAuthority, sessionLauncherChange, sessionStateChange, stateFollowsCall } from './authority.js';
 import { Traffic, type CallChecks, type Model, type Step, type TrafficOutcome } from '../engine/traffic.js';
 import { Burst, Exec, chargedTo, EXPLORE_DEFAULTS, idleStep, judgeTraffic, SessionOpen, SessionRound, singleCalls, SlowExec } from '../engine/traffic.js';
-import { SLOW_FORMS } from './commands.js';
+import { SLOW_COMMAND_MS, SLOW_FORMS } from './commands.js';
 import { driveExecTool, everyExecTool } from './exec-tools.js';
 import { controlledPass } from '../engine/judge.js';
 import { brokenSandbox, failsClosedAfterSuccess } from './launcher.js';
@@ -45,21 +46,41 @@ export const RESIDENT_GAPS = new Map([
   [16, 2000],
   [31, 1500],
 ]);
-/** The resident's core: its calls up to the first after the last gap, and the answers of its slow commands (SLOW_BESIDE). */
-const CORE_CALLS = Math.max(...RESIDENT_GAPS.keys()) + 2;
+const FIRST_GAP = Math.min(...RESIDENT_GAPS.keys());
+const LAST_GAP = Math.max(...RESIDENT_GAPS.keys());
+/** The resident's core: its calls up to the first after the last gap, and the answers of its slow commands (slowBeside). */
+const CORE_CALLS = LAST_GAP + 2;
 /**
- * The gaps beside which the resident sends the slow commands (SLOW_FORMS), left running: the first
- * (after its first calls) and the last (past 30 calls and 4 s), so that a server whose watchdog
- * reruns a slow command outside the launch only after its first calls, or only later in its life,
- * meets them in every default run at no cost in time; the 2 s gap stays idle (a defect may wait for
- * a server with nothing to do).
+ * How long the long commands run unless --slow-command says otherwise: as long as a default run
+ * affords at no cost. Sent beside the first gap, they end no later than the slow commands sent
+ * beside the last one (SLOW_COMMAND_MS), whose answers the core waits for anyway: the gaps before
+ * the last and a slow command's length (1.5 + 2 + 2.5 = 6 s); the calls between the gaps only make
+ * those end later. Longer than the longest gap, and than a watchdog of 5 s.
  */
-const SLOW_BESIDE = new Set([Math.min(...RESIDENT_GAPS.keys()), Math.max(...RESIDENT_GAPS.keys())]);
+export const DEFAULT_SLOW_COMMAND_MS = [...RESIDENT_GAPS.entries()].filter(([k]) => k !== LAST_GAP).reduce((sum, [, ms]) => sum + ms, 0) + SLOW_COMMAND_MS;
+/** How long the long commands of the resident and the soak run in this run (--slow-command). */
+export const slowCommandMs = (options: RunOptions): number => options.slowCommandMs ?? DEFAULT_SLOW_COMMAND_MS;
+/**
+ * The gaps beside which the resident sends the slow commands (SLOW_FORMS), left running, and how
+ * long they run: beside the first (after its first calls) the long ones (slowCommandMs), which run
+ * through the gaps after it; beside the last (past 30 calls and 4 s) two of SLOW_COMMAND_MS. So a
+ * server whose watchdog reruns a slow command outside the launch after a few seconds, only after its
+ * first calls, or only later in its life, meets them in every default run at no cost in time; the
+ * 2 s gap stays idle (a defect may wait for a server with nothing to do).
+ */
+const slowBeside = (options: RunOptions) =>
+  new Map([
+    [FIRST_GAP, slowCommandMs(options)],
+    [LAST_GAP, SLOW_COMMAND_MS],
+  ]);
 /** How long the others wait at most for the resident to send its first call. */
 const HEAD_START_MS = 1_000;
 /** How long a resident may go on once every other scenario is done and it made its core calls. */
 const GRACE_MS = 2_000;
-/** How long a resident that has not made its core calls may go on without an answer once every other scenario is done. */
+/**
+ * How long a resident that has not made its core calls may go on without an answer once every other
+ * scenario is done (and its long commands' length on top: their answers take that long).
+ */
 const CORE_WAIT_MS = 20_000;
 
 /**
@@ -67,8 +88,9 @@ const CORE_WAIT_MS = 20_000;
  * it is `calling` (its first call goes out) or after its head start; it calls through the run, its
  * core first; once the others are done, one that made its core calls gets a short grace (its last
  * few calls), and one that has not goes on while its calls are answered (at most CORE_WAIT_MS
- * between two), so that slow calls never cut the calls a defect on a count or a timer needs, while a
- * server that stops answering still ends the run (the checks it charges then say so: unfinished).
+ * between two, and the length of its long commands, `slowMs`), so that slow calls never cut the
+ * calls a defect on a count or a timer needs, while a server that stops answering still ends the run
+ * (the checks it charges then say so: unfinished).
  */
 export class ResidentLifecycle implements ResidentLife {
   readonly headStartMs = HEAD_START_MS;
@@ -79,7 +101,7 @@ export class ResidentLifecycle implements ResidentLife {
   /** Once the others are done, until its core calls: its deadline, which every answer renews by `ms`. */
   private window?: { deadline: Deadline; ms: number };
 
-  constructor() {
+  constructor(private readonly slowMs = 0) {
     this.calling = new Promise((resolve) => (this.reach.calling = resolve));
     this.core = new Promise((resolve) => (this.reach.core = resolve));
   }
@@ -95,7 +117,7 @@ export class ResidentLifecycle implements ResidentLife {
 
   async othersDone(deadline: Deadline, scenarioTimeoutMs: number): Promise<void> {
     if (!this.madeCore) {
-      this.window = { deadline, ms: Math.min(scenarioTimeoutMs, CORE_WAIT_MS) };
+      this.window = { deadline, ms: Math.min(scenarioTimeoutMs, CORE_WAIT_MS) + this.slowMs };
       deadline.cap(this.window.ms);
       await this.core;
     }
@@ -188,9 +210,11 @@ async function residentTraffic(ctx: ScenarioContext): Promise<void> {
   });
   const model: Model = { steps: 0 };
   const steps = residentSteps();
+  const slow = slowBeside(ctx.options);
   let listChanged = ctx.session.toolsListChanged;
   for (const [k, step] of steps.entries()) {
-    if (SLOW_BESIDE.has(k)) for (const form of SLOW_FORMS) await new SlowExec(form).run(model, traffic);
+    const slowMs = slow.get(k);
+    if (slowMs !== undefined) for (const form of SLOW_FORMS) await new SlowExec(form, slowMs).run(model, traffic);
     await paceCall(ctx, k, () => done);
     // Its server is up and its first call goes out: the others may start (a server that never answers costs them nothing).
     if (k === 0) ctx.lifetime.reached('calling');
@@ -239,7 +263,7 @@ export const residentScenario: Scenario = {
   needs: ['exec', 'opt-in'],
   transports: ['stdio', 'http'],
   resident: {
-    life: () => new ResidentLifecycle(),
+    life: (options) => new ResidentLifecycle(slowCommandMs(options)),
     charges: [
       RESIDENT_CHECKS.valid,
       RESIDENT_CHECKS.refused,
@@ -268,7 +292,7 @@ export const soakHoldsContract: CheckDef = {
   level: 'MUST',
   title: 'one long-lived server keeps to the contract for the whole soak',
   summary:
-    'In Codex a server lives for the whole session: minutes to hours, hundreds of calls. When a soak is asked for, one server per transport receives exploration traffic for that long (authority changed one dimension at a time, missing and malformed authority, every command shape, concurrent bursts, repeated calls, relists, a share of the calls to every other exec tool) with idle gaps of up to several seconds, and every call must still run only inside a launch of its own codexExecutable under its own state, or nothing. Source: CONTRACT.md §3 EXEC-1, AUTH-2, AUTH-3, LAUNCH-2.',
+    'In Codex a server lives for the whole session: minutes to hours, hundreds of calls. When a soak is asked for, one server per transport receives exploration traffic for that long (authority changed one dimension at a time, missing and malformed authority, every command shape, concurrent bursts, repeated calls, relists, a share of the calls to every other exec tool) with idle gaps of up to several seconds, and beside it one long command after another (each as long as those of the resident server, 6 s unless the run asks for longer), and every call must still run only inside a launch of its own codexExecutable under its own state, or nothing. Source: CONTRACT.md §3 EXEC-1, AUTH-2, AUTH-3, LAUNCH-2.',
   observes:
     'One fresh server with its own observers; after the soak it is stopped and the sandbox monitor judges every call against every execution, launch and trap invocation recorded, as for the fixed scenarios. The soak fails on any finding of a MUST rule, and on a valid call that reported success while its command never ran; the report names each call with its time since the server started, and the steps before the first violation. Not applicable unless a soak is asked for.',
   why: 'A defect that waits for a count of calls (a worker recycled after N calls, a fast path after N successes) or for time (a worker that warms up, a cache that expires) never shows in a scenario a few seconds long on a fresh server.',
@@ -289,6 +313,7 @@ function soakArbitrary(): fc.Arbitrary<Step> {
 async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
   const seed = ctx.options.explore?.seed ?? EXPLORE_DEFAULTS.seed;
   const totalMs = seconds * 1000;
+  const slowMs = slowCommandMs(ctx.options);
   const run = await ctx.isolated(
     async (sub) => {
       // The soak's time starts once its traffic is set up (on a loaded machine that takes a while).
@@ -297,6 +322,8 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
         checks: chargedTo(soakHoldsContract.id),
         // An idle gap takes at most an eighth of the soak (a short soak is mostly calls) and never runs past its end.
         idle: (ms) => ctx.idle(Math.max(0, Math.min(ms, totalMs / 8, deadline - Date.now()))),
+        // The last long command's time may run past the soak's end: the server lives until it is up.
+        linger: (ms) => ctx.idle(ms),
         stopWhenBroken: false,
         // The other exec tools get a share of its valid calls, as in exploration.
         extraTools: sub.execTools,
@@ -305,13 +332,22 @@ async function soak(ctx: ScenarioContext, seconds: number): Promise<Verdict> {
       deadline = Date.now() + totalMs;
       const model: Model = { steps: 0 };
       const arbitrary = soakArbitrary();
+      // A long command (--slow-command) beside the traffic, the slow forms in turn, the next once the last one's time is up:
+      // a watchdog on a long command's length, or on the Nth long command, meets them over the whole soak.
+      let slowSent = 0;
+      let nextSlowAt = 0;
       for (let chunk = 0; Date.now() < deadline; chunk++) {
         for (const step of fc.sample(arbitrary, { seed: seed + chunk, numRuns: 20 })) {
           if (Date.now() >= deadline) break;
+          if (Date.now() >= nextSlowAt) {
+            nextSlowAt = Date.now() + slowMs;
+            await new SlowExec(SLOW_FORMS[slowSent++ % SLOW_FORMS.length]!, slowMs).run(model, traffic);
+          }
           await step.run(model, traffic);
           ctx.progress(`${soakSeconds(Date.now() - sub.serverStartedAt)} of ${seconds} s, ${traffic.calls} calls`);
         }
       }
+      await traffic.settle();
       return traffic;
     },
     { timed: true },
@@ -356,7 +392,7 @@ export const soakScenario: Scenario = {
   needs: ['exec', 'opt-in'],
   transports: ['stdio', 'http'],
   long: true,
-  timeoutMs: (options, base) => (options.soak ? base + options.soak.seconds * 1000 : base),
+  timeoutMs: (options, base) => (options.soak ? base + options.soak.seconds * 1000 + slowCommandMs(options) : base),
   run: async (ctx) => {
     const verdict = ctx.options.soak ? await soak(ctx, ctx.options.soak.seconds) : notApplicable('the soak was not asked for', 'soak-off');
     return new Map([[soakHoldsContract.id, verdict]]);

@@ -1,12 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { expect, test } from 'vitest';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   argvBytes,
   FORMS,
+  formLabel,
   generate,
   GRAMMAR,
   MAX_ELEMENT_BYTES,
@@ -76,31 +77,46 @@ test('every script is valid sh (and the bash wrapper valid bash)', () => {
   }
 });
 
-test('a slow command works for its seconds before it runs the probe, the streaming one writing all along', async () => {
+test('a slow command runs the probe as it starts and again after its length, the streaming one writing all along', async () => {
   const probes = mkdtempSync(join(tmpdir(), 'msc-slow-'));
-  // The probe under each everyday name: it records when it ran.
+  // The probe under each everyday name: it appends when it ran (ms), one line per run.
   const timed: CommandKit = { ...kit, git: join(probes, 'git'), echo: join(probes, 'echo') };
   for (const name of ['git', 'echo'])
-    execFileSync('/bin/sh', ['-c', `printf '#!/bin/sh\\ndate +%%s%%N > "$0.ran"\\n' > ${name} && chmod +x ${name}`], { cwd: probes });
+    execFileSync('/bin/sh', ['-c', `printf '#!/bin/sh\\necho $(( $(date +%%s%%N) / 1000000 )) >> "$0.ran"\\n' > ${name} && chmod +x ${name}`], { cwd: probes });
+  // A length of its own (the resident's and the soak's long commands); the default is SLOW_COMMAND_MS.
+  const ms = 1_000;
   try {
     const runs = SLOW_FORMS.map(
       (form) =>
         new Promise<{ form: string; ms: number; lines: number }>((resolve, reject) => {
           const started = Date.now();
-          execFile('/bin/sh', ['-c', generate(timed, { form, size: '100 B' }, nonce).script], (error, stdout) =>
+          execFile('/bin/sh', ['-c', generate(timed, { form, size: '100 B', ms }, nonce).script], (error, stdout) =>
             error ? reject(error) : resolve({ form, ms: Date.now() - started, lines: stdout.split('\n').filter(Boolean).length }),
           );
         }),
     );
-    for (const { form, ms, lines } of await Promise.all(runs)) {
+    for (const { form, ms: took, lines } of await Promise.all(runs)) {
       // sleep never wakes early: a lower bound holds however loaded the machine is.
-      expect(ms, form).toBeGreaterThanOrEqual(SLOW_COMMAND_MS - 100);
-      if (form === 'slow: streams output') expect(lines, form).toBeGreaterThanOrEqual(SLOW_COMMAND_MS / STREAMED_LINE_MS);
+      expect(took, form).toBeGreaterThanOrEqual(ms - 100);
+      if (form === 'slow: streams output') expect(lines, form).toBeGreaterThanOrEqual(ms / STREAMED_LINE_MS);
     }
-    // And then the probe ran, last.
-    expect(['git', 'echo'].filter((name) => existsSync(join(probes, `${name}.ran`)))).toEqual(['git', 'echo']);
+    // The probe ran twice in each: first, and then after the command's length.
+    for (const name of ['git', 'echo']) {
+      const at = readFileSync(join(probes, `${name}.ran`), 'utf8')
+        .trim()
+        .split('\n')
+        .map(Number);
+      expect(at, name).toHaveLength(2);
+      expect(at[1]! - at[0]!, name).toBeGreaterThanOrEqual(ms - 100);
+    }
   } finally {
     rmSync(probes, { recursive: true, force: true });
+  }
+  // Without a length, a slow form runs SLOW_COMMAND_MS, and says so in no label; a length of its own is in its label.
+  for (const form of SLOW_FORMS) {
+    expect(generate(kit, { form, size: '100 B' }, nonce).script).toBe(generate(kit, { form, size: '100 B', ms: SLOW_COMMAND_MS }, nonce).script);
+    expect(formLabel({ form, size: '100 B', ms: SLOW_COMMAND_MS })).toBe(form);
+    expect(formLabel({ form, size: '100 B', ms: 30_000 })).toBe(`${form}, 30 s`);
   }
 });
 

@@ -4,7 +4,7 @@ import { expect, test } from 'vitest';
 import { mutants, type Findings, type Transport } from '../../fixtures/servers/mutants.mjs';
 import { packageRoot } from '../../harness/paths.js';
 import { allChecks, allScenarios, transportsOf } from '../../suites/index.js';
-import { residentScenario } from '../../suites/server/lifetime.js';
+import { DEFAULT_SLOW_COMMAND_MS, residentScenario } from '../../suites/server/lifetime.js';
 import { casePlan, matrix } from '../matrix-cases.js';
 
 // What each mutant must find is declared with its defect (fixtures/servers/mutants.mjs); the
@@ -65,4 +65,9 @@ test('alsoRuns names only areas that exist, and only for a mutant in the matrix'
 test('every matrix case runs some checks: a case that runs none would assert nothing', () => {
   const empty = Object.entries(matrix).filter(([name, c]) => !allChecks.some((check) => casePlan(name, c).variant.select!(check.id)));
   expect(empty.map(([name]) => name)).toEqual([]);
+});
+
+test('slowCommand only on a mutant the matrix runs with the resident server, whose long commands it sets, and longer than a default run sends', () => {
+  const wrong = declared.filter(([, m]) => m.slowCommand !== undefined && (m.resident !== true || !(m.slowCommand * 1000 > DEFAULT_SLOW_COMMAND_MS)));
+  expect(wrong.map(([name]) => name)).toEqual([]);
 });
