@@ -73,6 +73,8 @@ interface ThreadModel {
 export interface HostViolation {
   check: string;
   message: string;
+  /** The step of its sequence that showed it (1-based), and that step's action. */
+  step?: { n: number; action: string };
   expected?: unknown;
   actual?: unknown;
 }
@@ -214,6 +216,7 @@ abstract class HostStep implements fc.AsyncCommand<Model, HostSequence> {
     seq.story.push(step);
     const before = seq.violations.length;
     await this.act(seq, step);
+    for (const v of seq.violations.slice(before)) v.step ??= { n: seq.story.length, action: step.action };
     if (seq.stopWhenBroken && (seq.violations.length > before || seq.problem)) model.stopped = true;
   }
   abstract act(seq: HostSequence, step: StoryStep): Promise<void>;
@@ -431,18 +434,20 @@ function judgeDirectCall(
   return out;
 }
 
-/** Resource-read _meta entries: the host-owned (reserved) keys and ordinary ones. */
+/** Resource-read _meta entries: the host-owned (reserved) keys, sandbox keys a caller forged, and ordinary ones. */
 const RESERVED = ['threadId', 'x-codex-turn-metadata', 'codex/connectionLease'] as const;
-type ReadEntry = (typeof RESERVED)[number] | 'other' | 'nested' | 'progressToken';
-const READ_VALUES: Record<ReadEntry, unknown> = {
-  threadId: 'caller-supplied-thread-id',
-  'x-codex-turn-metadata': { turn_id: 'forged' },
-  'codex/connectionLease': 'forged-lease',
-  other: 'z',
-  nested: { nested: [1, {}] },
-  progressToken: 'caller-token',
+type ReadEntry = (typeof RESERVED)[number] | 'other' | 'nested' | 'progressToken' | 'stale-state' | 'stale-state-meta' | 'stale-launcher';
+const READ_VALUES: Record<ReadEntry, [string, unknown]> = {
+  threadId: ['threadId', 'caller-supplied-thread-id'],
+  'x-codex-turn-metadata': ['x-codex-turn-metadata', { turn_id: 'forged' }],
+  'codex/connectionLease': ['codex/connectionLease', 'forged-lease'],
+  other: ['x-conformance-other', 'z'],
+  nested: ['x-conformance-nested', { nested: [1, {}] }],
+  progressToken: ['progressToken', 'caller-token'],
+  'stale-state': TOOL_META_VALUES['stale-state'],
+  'stale-state-meta': TOOL_META_VALUES['stale-state-meta'],
+  'stale-launcher': TOOL_META_VALUES['stale-launcher'],
 };
-const readKey = (e: ReadEntry) => (e === 'other' ? 'x-conformance-other' : e === 'nested' ? 'x-conformance-nested' : e);
 type ReadMeta = { entries: ReadEntry[] } | { nonObject: unknown } | { absent: true };
 
 class ResourceRead extends HostStep {
@@ -459,7 +464,7 @@ class ResourceRead extends HostStep {
     const uri = `${RECORDING_RESOURCE}?explore=${++seq.attempts}`;
     const caller =
       'entries' in this.meta
-        ? Object.fromEntries(this.meta.entries.map((e) => [readKey(e), READ_VALUES[e]]))
+        ? Object.fromEntries(this.meta.entries.map((e) => READ_VALUES[e]))
         : 'nonObject' in this.meta
           ? this.meta.nonObject
           : undefined;
@@ -505,8 +510,9 @@ function judgeResourceRead(caller: unknown, outcome: AppOutcome, got: Record<str
   const check = caller === null || caller === undefined ? 'host/resource-read-null-meta' : 'host/resource-read-meta-forwarded';
   if (!got) return [{ check, message: `the read never reached the server (the host answered ${answerText(outcome)})` }];
   const out: HostViolation[] = [];
-  const sandbox = SANDBOX_META_KEYS.filter((k) => hasOwn(got, k));
-  if (sandbox.length) out.push({ check: 'host/sandbox-keys-only-on-tools-call', message: `resources/read carried ${sandbox.join(', ')}` });
+  // The host adds none (§2); a caller's own entries under those names are judged as any caller entry below.
+  const sandbox = SANDBOX_META_KEYS.filter((k) => hasOwn(got, k) && !(hasOwn(sent, k) && json(got[k]) === json(sent[k])));
+  if (sandbox.length) out.push({ check: 'host/sandbox-keys-only-on-tools-call', message: `resources/read carried the host's ${sandbox.join(', ')}` });
   const { progressToken, ...rest } = got;
   const { progressToken: callerToken, ...sentRest } = sent;
   const problems = [
@@ -545,6 +551,61 @@ class ExecRun extends HostStep {
   }
 }
 
+// ---- the fixed sequence ----
+
+/** Each subset of the sandbox keys a caller may forge on a direct call: each key alone, then all three. */
+const FORGED_SUBSETS: ToolMetaEntry[][] = [['stale-state'], ['stale-state-meta'], ['stale-launcher'], ['stale-state', 'stale-state-meta', 'stale-launcher']];
+
+/**
+ * The sequence every host run makes on each transport, judged by the same model as exploration's
+ * (what a real client does, so a default run needs no luck to find what depends on it): two threads
+ * under different policies and workspaces, their turns interleaved, one turn changing both cwd and
+ * policy (its model calling twice, then both servers at once), direct calls on the other thread
+ * after that change, direct calls to both servers carrying each subset of the sandbox keys, and
+ * resource reads with forged sandbox keys beside ordinary entries. t1 is the session's first thread
+ * (the config's workspace-write in w0).
+ */
+export function fixedSequence(): HostStep[] {
+  const one: Target[][] = [['rec']];
+  return [
+    new StartThread(1, 'read-only'),
+    new Turn(0, undefined, undefined, one),
+    new Turn(1, undefined, undefined, [['rec', 'plain']]),
+    new Turn(1, 'danger-full-access', 0, [['rec'], ['rec', 'plain']]),
+    new Turn(0, undefined, undefined, one),
+    new DirectCall(0, 'rec', { entries: ['unrelated'] }),
+    ...FORGED_SUBSETS.flatMap((entries) => [
+      new DirectCall(0, 'rec', { entries: [...entries, 'unrelated'] }),
+      new DirectCall(1, 'plain', { entries: [...entries, 'unrelated'] }),
+    ]),
+    new DirectCall(1, 'rec', { entries: ['progressToken', 'nested'] }),
+    new ResourceRead(0, { entries: ['other', 'progressToken'] }),
+    ...FORGED_SUBSETS.map((entries) => new ResourceRead(1, { entries: ['other', ...(entries as ReadEntry[])] })),
+  ];
+}
+
+/** What the fixed sequence found on one transport: every violation (each naming its step), or why it could not go on. */
+export interface FixedSequenceOutcome {
+  violations: HostViolation[];
+  steps: CounterexampleStep[];
+  problem?: string;
+}
+
+/** Runs the fixed sequence against a fresh host, every step judged (it does not stop at the first violation). */
+export async function runFixedSequence(options: DriveOptions): Promise<FixedSequenceOutcome> {
+  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken: false };
+  const model: Model = { steps: 0 };
+  try {
+    for (const step of fixedSequence()) {
+      if (seq.problem) break;
+      await step.run(model, seq);
+    }
+  } finally {
+    await seq.session?.close();
+  }
+  return { violations: seq.violations, steps: stepsOf(seq), ...(seq.problem ? { problem: seq.problem } : {}) };
+}
+
 // ---- the arbitraries ----
 
 const modeArb = fc.constantFrom<Mode>(...MODES);
@@ -576,7 +637,7 @@ function commandsArb(replayPath?: string): fc.Arbitrary<Iterable<fc.AsyncCommand
     { weight: 1, arbitrary: fc.constant({ absent: true as const }) },
   );
   const direct = fc.tuple(thread, targetArb, toolMeta).map(([t, target, meta]) => new DirectCall(t, target, meta));
-  const readEntries = fc.uniqueArray(fc.constantFrom<ReadEntry>(...RESERVED, 'other', 'nested', 'progressToken'), { minLength: 1, maxLength: 4 });
+  const readEntries = fc.uniqueArray(fc.constantFrom<ReadEntry>(...(Object.keys(READ_VALUES) as ReadEntry[])), { minLength: 1, maxLength: 4 });
   const readMeta: fc.Arbitrary<ReadMeta> = fc.oneof(
     { weight: 6, arbitrary: readEntries.map((entries) => ({ entries })) },
     { weight: 1, arbitrary: fc.constantFrom<unknown>([1, 2], 'a string', 7, true, null).map((nonObject) => ({ nonObject })) },
@@ -708,18 +769,15 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
 
 /** The failing sequence told step by step: what was sent, what arrived at which server, what the host answered. */
 function storyOf(worker: WorkerResult, outcome: SequenceOutcome): Counterexample {
-  const steps: CounterexampleStep[] = outcome.seq.story.map((s, i) => ({
-    n: i + 1,
-    action: s.action,
-    authority: s.sent,
-    ran: s.arrived.map((a) => `arrived ${a}`),
-    response: s.answer,
-  }));
   return counterexampleOf(
     worker,
-    steps,
+    stepsOf(outcome.seq),
     outcome.violations.map((v) => ({ rule: ruleOf(v.check), check: v.check, message: v.message })),
   );
 }
+
+/** A sequence's story as counterexample steps. */
+const stepsOf = (seq: HostSequence): CounterexampleStep[] =>
+  seq.story.map((s, i) => ({ n: i + 1, action: s.action, authority: s.sent, ran: s.arrived.map((a) => `arrived ${a}`), response: s.answer }));
 
 const ruleOf = (check: string): string => hostCheckDefs.find((c) => c.id === check)?.rule ?? '?';
