@@ -98,6 +98,8 @@ interface HostSequence {
   attempts: number;
   /** Exec runs whose temp dirs are gone: their records are judged at once. */
   stopWhenBroken: boolean;
+  /** The kinds of the steps it ran. */
+  kinds: Set<StepKind>;
 }
 
 type Model = { steps: number; stopped?: boolean };
@@ -206,7 +208,34 @@ function describeMeta(meta: Record<string, unknown>, seq: HostSequence): string 
 
 // ---- the steps ----
 
+/**
+ * The kinds of step a default run's exploration must draw at least once (per transport), and the
+ * header names those it drew: what a client and a model can do, each key subset a caller may forge.
+ */
+export const STEP_KINDS = [
+  'thread start',
+  'policy change',
+  'cwd change',
+  'parallel calls',
+  'calls to rec',
+  'calls to rec_plain',
+  'direct call forging the state alone',
+  'direct call forging the deprecated copy alone',
+  'direct call forging the launcher alone',
+  'direct call forging all three',
+  'resource read',
+  'exec run',
+] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+const callKinds = (responses: Target[][]): StepKind[] => [
+  ...(responses.some((r) => r.length > 1) ? (['parallel calls'] as const) : []),
+  ...(responses.some((r) => r.includes('rec')) ? (['calls to rec'] as const) : []),
+  ...(responses.some((r) => r.includes('plain')) ? (['calls to rec_plain'] as const) : []),
+];
+
 abstract class HostStep implements fc.AsyncCommand<Model, HostSequence> {
+  /** The kinds of step this one is. */
+  abstract kinds(): StepKind[];
   check(model: Readonly<Model>): boolean {
     return !model.stopped;
   }
@@ -215,6 +244,7 @@ abstract class HostStep implements fc.AsyncCommand<Model, HostSequence> {
     const step: StoryStep = { action: this.toString(), sent: [], arrived: [], answer: [] };
     seq.story.push(step);
     const before = seq.violations.length;
+    for (const kind of this.kinds()) seq.kinds.add(kind);
     await this.act(seq, step);
     for (const v of seq.violations.slice(before)) v.step ??= { n: seq.story.length, action: step.action };
     if (seq.stopWhenBroken && (seq.violations.length > before || seq.problem)) model.stopped = true;
@@ -272,6 +302,9 @@ class StartThread extends HostStep {
     seq.threads.push({ id: thread.threadId, mode: this.mode ?? CONFIG_MODE, workspace: this.workspace });
     step.answer.push(`thread t${seq.threads.length}`);
   }
+  kinds(): StepKind[] {
+    return ['thread start'];
+  }
   toString(): string {
     return `start a thread in w${this.workspace}${this.mode ? ` under ${this.mode}` : " under the config's policy"}`;
   }
@@ -324,6 +357,9 @@ class Turn extends HostStep {
     const want = { mode: thread.mode, workspace: session.workspaces[thread.workspace]! };
     seq.violations.push(...judgeModelCalls(seq, run.callIds, session.recorded(), want, 'host/state-follows-policy-change', step));
   }
+  kinds(): StepKind[] {
+    return [...(this.mode ? (['policy change'] as const) : []), ...(this.workspace !== undefined ? (['cwd change'] as const) : []), ...callKinds(this.responses)];
+  }
   toString(): string {
     const change = [this.mode ? `policy ${this.mode}` : '', this.workspace !== undefined ? `cwd w${this.workspace}` : ''].filter(Boolean).join(' and ');
     return `a turn on thread #${this.thread}${change ? ` changing ${change}` : ' with no change'}: ${describeResponses(this.responses)}`;
@@ -373,6 +409,22 @@ class DirectCall extends HostStep {
     step.arrived.push(record ? `at ${server}: ${describeMeta(meta ?? {}, seq)}` : 'nothing arrived');
     const want = { mode: thread.mode, workspace: session.workspaces[thread.workspace]! };
     seq.violations.push(...judgeDirectCall(seq, this.target, caller, outcome, record ? (meta ?? {}) : undefined, thread.id, want));
+  }
+  kinds(): StepKind[] {
+    const forged = 'entries' in this.meta ? this.meta.entries.filter((e) => e.startsWith('stale-')) : [];
+    const subset: StepKind[] =
+      forged.length === 3
+        ? ['direct call forging all three']
+        : forged.length === 1
+          ? [
+              forged[0] === 'stale-state'
+                ? 'direct call forging the state alone'
+                : forged[0] === 'stale-state-meta'
+                  ? 'direct call forging the deprecated copy alone'
+                  : 'direct call forging the launcher alone',
+            ]
+          : [];
+    return [...subset, this.target === 'rec' ? 'calls to rec' : 'calls to rec_plain'];
   }
   toString(): string {
     const meta = 'entries' in this.meta ? `[${this.meta.entries.join(', ')}]` : 'nonObject' in this.meta ? json(this.meta.nonObject) : 'none';
@@ -477,6 +529,9 @@ class ResourceRead extends HostStep {
     step.arrived.push(record ? `at ${SERVER}: ${describeMeta(metaOf(record) ?? {}, seq)}` : 'nothing arrived');
     seq.violations.push(...judgeResourceRead(caller, outcome, record ? (metaOf(record) ?? {}) : undefined));
   }
+  kinds(): StepKind[] {
+    return ['resource read'];
+  }
   toString(): string {
     const meta = 'entries' in this.meta ? `[${this.meta.entries.join(', ')}]` : 'nonObject' in this.meta ? json(this.meta.nonObject) : 'none';
     return `a resource read on thread #${this.thread}, caller _meta ${meta}`;
@@ -546,6 +601,9 @@ class ExecRun extends HostStep {
     const want = { mode: this.mode, workspace: observed.workspace };
     seq.violations.push(...judgeModelCalls(seq, callIds, observed, want, 'host/each-call-current-entries', step));
   }
+  kinds(): StepKind[] {
+    return ['exec run', ...callKinds(this.responses)];
+  }
   toString(): string {
     return `an exec run under ${this.mode}: ${describeResponses(this.responses)}`;
   }
@@ -593,7 +651,7 @@ export interface FixedSequenceOutcome {
 
 /** Runs the fixed sequence against a fresh host, every step judged (it does not stop at the first violation). */
 export async function runFixedSequence(options: DriveOptions): Promise<FixedSequenceOutcome> {
-  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken: false };
+  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken: false, kinds: new Set() };
   const model: Model = { steps: 0 };
   try {
     for (const step of fixedSequence()) {
@@ -631,15 +689,25 @@ function commandsArb(replayPath?: string): fc.Arbitrary<Iterable<fc.AsyncCommand
     .tuple(thread, fc.option(modeArb, { nil: undefined, freq: 3 }), fc.option(workspace, { nil: undefined, freq: 2 }), responsesArb)
     .map(([t, m, w, r]) => new Turn(t, m, w, r));
   const toolEntries = fc.uniqueArray(fc.constantFrom<ToolMetaEntry>(...(Object.keys(TOOL_META_VALUES) as ToolMetaEntry[])), { maxLength: 4 });
+  // A subset of forged sandbox keys (each key alone, or all three) beside other entries, before or after them.
+  const others = fc.uniqueArray(fc.constantFrom<ToolMetaEntry>('unrelated', 'nested', 'threadId', 'progressToken'), { maxLength: 2 });
+  const forged = fc
+    .tuple(fc.constantFrom(...FORGED_SUBSETS), others, fc.boolean())
+    .map(([subset, rest, first]) => ({ entries: first ? [...subset, ...rest] : [...rest, ...subset] }));
   const toolMeta: fc.Arbitrary<CallerMeta> = fc.oneof(
-    { weight: 6, arbitrary: toolEntries.map((entries) => ({ entries })) },
+    { weight: 4, arbitrary: forged },
+    { weight: 3, arbitrary: toolEntries.map((entries) => ({ entries })) },
     { weight: 1, arbitrary: fc.constantFrom<unknown>(['not', 'a', 'map'], 'a string').map((nonObject) => ({ nonObject })) },
     { weight: 1, arbitrary: fc.constant({ absent: true as const }) },
   );
   const direct = fc.tuple(thread, targetArb, toolMeta).map(([t, target, meta]) => new DirectCall(t, target, meta));
   const readEntries = fc.uniqueArray(fc.constantFrom<ReadEntry>(...(Object.keys(READ_VALUES) as ReadEntry[])), { minLength: 1, maxLength: 4 });
+  // A reserved key after an ordinary (or forged) entry: a check of the first key alone must not pass.
+  const ordinary = fc.constantFrom<ReadEntry>('other', 'nested', 'progressToken', 'stale-state', 'stale-state-meta', 'stale-launcher');
+  const reservedLater = fc.tuple(ordinary, fc.constantFrom<ReadEntry>(...RESERVED)).map(([first, reserved]) => ({ entries: [first, reserved] }));
   const readMeta: fc.Arbitrary<ReadMeta> = fc.oneof(
-    { weight: 6, arbitrary: readEntries.map((entries) => ({ entries })) },
+    { weight: 2, arbitrary: reservedLater },
+    { weight: 4, arbitrary: readEntries.map((entries) => ({ entries })) },
     { weight: 1, arbitrary: fc.constantFrom<unknown>([1, 2], 'a string', 7, true, null).map((nonObject) => ({ nonObject })) },
     { weight: 1, arbitrary: fc.constant({ absent: true as const }) },
   );
@@ -662,6 +730,8 @@ export interface HostExploration {
   counterexample?: Counterexample;
   /** Why exploration stopped early (no violation to name). */
   problem?: string;
+  /** The kinds of step its sequences ran, in STEP_KINDS order. */
+  covered: StepKind[];
 }
 
 interface SequenceOutcome {
@@ -670,7 +740,7 @@ interface SequenceOutcome {
 }
 
 async function runSequence(options: DriveOptions, commands: Iterable<fc.AsyncCommand<Model, HostSequence>>, stopWhenBroken: boolean): Promise<SequenceOutcome> {
-  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken };
+  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken, kinds: new Set() };
   try {
     await fc.asyncModelRun(() => ({ model: { steps: 0 }, real: seq }), commands);
   } finally {
@@ -694,13 +764,14 @@ async function exploreWorker(
   options: DriveOptions,
   result: WorkerResult,
   runs: number,
-  shared: { stopped: boolean },
+  shared: { stopped: boolean; covered: Set<StepKind> },
   replay?: { path: string; commands?: string },
 ) {
   const property = fc.asyncProperty(commandsArb(replay?.commands), async (commands) => {
     if (result.problem || (shared.stopped && !result.failure) || options.signal?.aborted) return true;
     if (result.failure && (result.shrinking.spent || Date.now() > result.failedAt! + SHRINK_TIME_MS)) return true;
     const outcome = await runSequence(options, commands, !replay);
+    for (const kind of outcome.seq.kinds) shared.covered.add(kind);
     if (outcome.seq.problem && outcome.violations.length === 0) {
       if (!result.failure) {
         result.problem = outcome.seq.problem;
@@ -754,17 +825,20 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
     shrinks: 0,
     shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1),
   }));
-  const shared = { stopped: false };
+  const shared = { stopped: false, covered: new Set<StepKind>() };
   const replayOf = (path: string) => {
     const at = path.indexOf('@');
     return at < 0 ? { path } : { path: path.slice(0, at), commands: path.slice(at + 1) };
   };
   await Promise.all(plans.map((p, k) => exploreWorker(options, results[k]!, p.runs, shared, replay ? replayOf(replay.path) : undefined)));
   const sequences = results.reduce((n, r) => n + r.sequences, 0);
+  const covered = STEP_KINDS.filter((k) => shared.covered.has(k));
+  explore.onCovered?.(options.transport, covered);
   const failed = results.find((r) => r.failure);
-  if (failed?.failure) return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure) };
+  if (failed?.failure)
+    return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure), covered };
   const problem = results.find((r) => r.problem)?.problem;
-  return { sequences, seed: explore.seed, violations: [], ...(problem ? { problem } : {}) };
+  return { sequences, seed: explore.seed, violations: [], covered, ...(problem ? { problem } : {}) };
 }
 
 /** The failing sequence told step by step: what was sent, what arrived at which server, what the host answered. */
