@@ -358,7 +358,11 @@ class Turn extends HostStep {
     seq.violations.push(...judgeModelCalls(seq, run.callIds, session.recorded(), want, 'host/state-follows-policy-change', step));
   }
   kinds(): StepKind[] {
-    return [...(this.mode ? (['policy change'] as const) : []), ...(this.workspace !== undefined ? (['cwd change'] as const) : []), ...callKinds(this.responses)];
+    return [
+      ...(this.mode ? (['policy change'] as const) : []),
+      ...(this.workspace !== undefined ? (['cwd change'] as const) : []),
+      ...callKinds(this.responses),
+    ];
   }
   toString(): string {
     const change = [this.mode ? `policy ${this.mode}` : '', this.workspace !== undefined ? `cwd w${this.workspace}` : ''].filter(Boolean).join(' and ');
@@ -515,11 +519,7 @@ class ResourceRead extends HostStep {
     const thread = pickThread(seq, this.thread, step);
     const uri = `${RECORDING_RESOURCE}?explore=${++seq.attempts}`;
     const caller =
-      'entries' in this.meta
-        ? Object.fromEntries(this.meta.entries.map((e) => READ_VALUES[e]))
-        : 'nonObject' in this.meta
-          ? this.meta.nonObject
-          : undefined;
+      'entries' in this.meta ? Object.fromEntries(this.meta.entries.map((e) => READ_VALUES[e])) : 'nonObject' in this.meta ? this.meta.nonObject : undefined;
     const params: Record<string, unknown> = { server: SERVER, threadId: thread.id, uri };
     if (!('absent' in this.meta)) params._meta = caller;
     step.sent.push(`mcpServer/resource/read on t${seq.threads.indexOf(thread) + 1}, _meta ${json(caller) ?? '(none)'}`);
@@ -825,8 +825,7 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
   const covered = STEP_KINDS.filter((k) => shared.covered.has(k));
   explore.onCovered?.(options.transport, covered);
   const failed = results.find((r) => r.failure);
-  if (failed?.failure)
-    return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure), covered };
+  if (failed?.failure) return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure), covered };
   const problem = results.find((r) => r.problem)?.problem;
   return { sequences, seed: explore.seed, violations: [], covered, ...(problem ? { problem } : {}) };
 }
