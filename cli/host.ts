@@ -4,7 +4,7 @@ import { POLICY_CHANGES, type HostExploreOptions } from '../harness/host-mode/dr
 import { runHostChecks } from '../suites/host/index.js';
 import { checksOf, transportsOf } from '../suites/index.js';
 import { exploreSeed, exploreSequences, parseEnvPairs, parseReplay, UsageError } from './config.js';
-import { HOST_EXPLORE_DEFAULTS } from '../suites/host/explore.js';
+import { HOST_EXPLORE_DEFAULTS, STEP_KINDS } from '../suites/host/explore.js';
 import { EXIT } from './exit-codes.js';
 import { createProgress } from './progress.js';
 import { renderExplain, renderList } from './reporters/catalog.js';
@@ -165,6 +165,9 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
     return EXIT.targetFailed;
   }
   const progress = createProgress();
+  // What each transport's exploration drew, for the header.
+  const covered = new Map<Transport, string[]>();
+  if (explore.runs > 0 && !explore.replay) explore.onCovered = (transport, kinds) => covered.set(transport, kinds);
   let report;
   try {
     report = await runHostChecks({
@@ -188,6 +191,12 @@ export async function hostCommand(argv: string[], version: string): Promise<numb
       : explore.replay
         ? `exploration: replaying ${explore.replay.seed}:${explore.replay.path} on each transport`
         : `exploration: ${explore.runs} sequence${explore.runs === 1 ? '' : 's'} per transport, seed ${explore.seed} (--explore, --explore-seed)`,
+    ...transports.flatMap((transport) => {
+      const kinds = covered.get(transport);
+      if (!kinds) return [];
+      const missed = STEP_KINDS.filter((k) => !kinds.includes(k));
+      return `exploration over ${transport} drew ${kinds.length} of ${STEP_KINDS.length} kinds of step${missed.length ? `; not: ${missed.join(', ')}` : ' (every kind)'}`;
+    }),
   ];
   return emitResults(report, args, { target: host.display, version, checks: checksOf('host'), mode: 'host', header });
 }

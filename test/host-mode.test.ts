@@ -8,7 +8,7 @@ import { hostProgram } from '../harness/host-mode/host-program.js';
 import { DEFECTS, type Transport } from '../fixtures/hosts/broken-host.mjs';
 import { locateRealCodex } from '../harness/real-codex.js';
 import { hostCheckDefs, hostChecks, profileKind, runHostChecks } from '../suites/host/index.js';
-import { HOST_EXPLORE_DEFAULTS } from '../suites/host/explore.js';
+import { HOST_EXPLORE_DEFAULTS, STEP_KINDS } from '../suites/host/explore.js';
 import type { HostExploreOptions } from '../harness/host-mode/drive.js';
 import { parseReplay } from '../cli/config.js';
 import type { CheckResult } from '../suites/engine/model.js';
@@ -115,7 +115,11 @@ describe('pieces', () => {
 describe('the broken-host fixture', () => {
   test('without defects it passes every host check on both transports, exploration included (no real Codex needed)', async () => {
     // Three policy changes, as in the matrix: the fixture is deterministic, and exploration runs beside.
-    const report = await runBroken('none', undefined, undefined, 3, HOST_EXPLORE_DEFAULTS);
+    // Each transport's exploration tells the kinds of step it drew (the header's line), each a known kind.
+    const covered = new Map<string, string[]>();
+    const report = await runBroken('none', undefined, undefined, 3, { ...HOST_EXPLORE_DEFAULTS, onCovered: (t, kinds) => covered.set(t, kinds) });
+    expect([...covered.keys()].sort()).toEqual(['http', 'stdio']);
+    for (const kinds of covered.values()) expect(kinds.filter((k) => !(STEP_KINDS as readonly string[]).includes(k))).toEqual([]);
     const notPassing = report.results.filter((r) => r.status !== 'pass');
     expect(notPassing.map((r) => `${key(r)}: ${r.status} ${r.message ?? ''}`)).toEqual([]);
     expect(report.results.length).toBe(hostChecks.reduce((n, c) => n + c.transports.length, 0));

@@ -65,6 +65,8 @@ export interface HostExploreOptions {
   runs: number;
   seed: number;
   replay?: { seed: number; path: string };
+  /** Told, per transport, the kinds of step its sequences ran (the report's header names them). */
+  onCovered?: (transport: Transport, covered: string[]) => void;
 }
 
 /** The host a host-mode run drives, and how (RunPlan.host): the same on every transport. */

@@ -73,6 +73,8 @@ interface ThreadModel {
 export interface HostViolation {
   check: string;
   message: string;
+  /** The step of its sequence that showed it (1-based), and that step's action. */
+  step?: { n: number; action: string };
   expected?: unknown;
   actual?: unknown;
 }
@@ -96,6 +98,8 @@ interface HostSequence {
   attempts: number;
   /** Exec runs whose temp dirs are gone: their records are judged at once. */
   stopWhenBroken: boolean;
+  /** The kinds of the steps it ran. */
+  kinds: Set<StepKind>;
 }
 
 type Model = { steps: number; stopped?: boolean };
@@ -204,7 +208,34 @@ function describeMeta(meta: Record<string, unknown>, seq: HostSequence): string 
 
 // ---- the steps ----
 
+/**
+ * The kinds of step a default run's exploration must draw at least once (per transport), and the
+ * header names those it drew: what a client and a model can do, each key subset a caller may forge.
+ */
+export const STEP_KINDS = [
+  'thread start',
+  'policy change',
+  'cwd change',
+  'parallel calls',
+  'calls to rec',
+  'calls to rec_plain',
+  'direct call forging the state alone',
+  'direct call forging the deprecated copy alone',
+  'direct call forging the launcher alone',
+  'direct call forging all three',
+  'resource read',
+  'exec run',
+] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+const callKinds = (responses: Target[][]): StepKind[] => [
+  ...(responses.some((r) => r.length > 1) ? (['parallel calls'] as const) : []),
+  ...(responses.some((r) => r.includes('rec')) ? (['calls to rec'] as const) : []),
+  ...(responses.some((r) => r.includes('plain')) ? (['calls to rec_plain'] as const) : []),
+];
+
 abstract class HostStep implements fc.AsyncCommand<Model, HostSequence> {
+  /** The kinds of step this one is. */
+  abstract kinds(): StepKind[];
   check(model: Readonly<Model>): boolean {
     return !model.stopped;
   }
@@ -213,7 +244,9 @@ abstract class HostStep implements fc.AsyncCommand<Model, HostSequence> {
     const step: StoryStep = { action: this.toString(), sent: [], arrived: [], answer: [] };
     seq.story.push(step);
     const before = seq.violations.length;
+    for (const kind of this.kinds()) seq.kinds.add(kind);
     await this.act(seq, step);
+    for (const v of seq.violations.slice(before)) v.step ??= { n: seq.story.length, action: step.action };
     if (seq.stopWhenBroken && (seq.violations.length > before || seq.problem)) model.stopped = true;
   }
   abstract act(seq: HostSequence, step: StoryStep): Promise<void>;
@@ -269,6 +302,9 @@ class StartThread extends HostStep {
     seq.threads.push({ id: thread.threadId, mode: this.mode ?? CONFIG_MODE, workspace: this.workspace });
     step.answer.push(`thread t${seq.threads.length}`);
   }
+  kinds(): StepKind[] {
+    return ['thread start'];
+  }
   toString(): string {
     return `start a thread in w${this.workspace}${this.mode ? ` under ${this.mode}` : " under the config's policy"}`;
   }
@@ -321,6 +357,13 @@ class Turn extends HostStep {
     const want = { mode: thread.mode, workspace: session.workspaces[thread.workspace]! };
     seq.violations.push(...judgeModelCalls(seq, run.callIds, session.recorded(), want, 'host/state-follows-policy-change', step));
   }
+  kinds(): StepKind[] {
+    return [
+      ...(this.mode ? (['policy change'] as const) : []),
+      ...(this.workspace !== undefined ? (['cwd change'] as const) : []),
+      ...callKinds(this.responses),
+    ];
+  }
   toString(): string {
     const change = [this.mode ? `policy ${this.mode}` : '', this.workspace !== undefined ? `cwd w${this.workspace}` : ''].filter(Boolean).join(' and ');
     return `a turn on thread #${this.thread}${change ? ` changing ${change}` : ' with no change'}: ${describeResponses(this.responses)}`;
@@ -370,6 +413,22 @@ class DirectCall extends HostStep {
     step.arrived.push(record ? `at ${server}: ${describeMeta(meta ?? {}, seq)}` : 'nothing arrived');
     const want = { mode: thread.mode, workspace: session.workspaces[thread.workspace]! };
     seq.violations.push(...judgeDirectCall(seq, this.target, caller, outcome, record ? (meta ?? {}) : undefined, thread.id, want));
+  }
+  kinds(): StepKind[] {
+    const forged = 'entries' in this.meta ? this.meta.entries.filter((e) => e.startsWith('stale-')) : [];
+    const subset: StepKind[] =
+      forged.length === 3
+        ? ['direct call forging all three']
+        : forged.length === 1
+          ? [
+              forged[0] === 'stale-state'
+                ? 'direct call forging the state alone'
+                : forged[0] === 'stale-state-meta'
+                  ? 'direct call forging the deprecated copy alone'
+                  : 'direct call forging the launcher alone',
+            ]
+          : [];
+    return [...subset, this.target === 'rec' ? 'calls to rec' : 'calls to rec_plain'];
   }
   toString(): string {
     const meta = 'entries' in this.meta ? `[${this.meta.entries.join(', ')}]` : 'nonObject' in this.meta ? json(this.meta.nonObject) : 'none';
@@ -431,18 +490,20 @@ function judgeDirectCall(
   return out;
 }
 
-/** Resource-read _meta entries: the host-owned (reserved) keys and ordinary ones. */
+/** Resource-read _meta entries: the host-owned (reserved) keys, sandbox keys a caller forged, and ordinary ones. */
 const RESERVED = ['threadId', 'x-codex-turn-metadata', 'codex/connectionLease'] as const;
-type ReadEntry = (typeof RESERVED)[number] | 'other' | 'nested' | 'progressToken';
-const READ_VALUES: Record<ReadEntry, unknown> = {
-  threadId: 'caller-supplied-thread-id',
-  'x-codex-turn-metadata': { turn_id: 'forged' },
-  'codex/connectionLease': 'forged-lease',
-  other: 'z',
-  nested: { nested: [1, {}] },
-  progressToken: 'caller-token',
+type ReadEntry = (typeof RESERVED)[number] | 'other' | 'nested' | 'progressToken' | 'stale-state' | 'stale-state-meta' | 'stale-launcher';
+const READ_VALUES: Record<ReadEntry, [string, unknown]> = {
+  threadId: ['threadId', 'caller-supplied-thread-id'],
+  'x-codex-turn-metadata': ['x-codex-turn-metadata', { turn_id: 'forged' }],
+  'codex/connectionLease': ['codex/connectionLease', 'forged-lease'],
+  other: ['x-conformance-other', 'z'],
+  nested: ['x-conformance-nested', { nested: [1, {}] }],
+  progressToken: ['progressToken', 'caller-token'],
+  'stale-state': TOOL_META_VALUES['stale-state'],
+  'stale-state-meta': TOOL_META_VALUES['stale-state-meta'],
+  'stale-launcher': TOOL_META_VALUES['stale-launcher'],
 };
-const readKey = (e: ReadEntry) => (e === 'other' ? 'x-conformance-other' : e === 'nested' ? 'x-conformance-nested' : e);
 type ReadMeta = { entries: ReadEntry[] } | { nonObject: unknown } | { absent: true };
 
 class ResourceRead extends HostStep {
@@ -458,11 +519,7 @@ class ResourceRead extends HostStep {
     const thread = pickThread(seq, this.thread, step);
     const uri = `${RECORDING_RESOURCE}?explore=${++seq.attempts}`;
     const caller =
-      'entries' in this.meta
-        ? Object.fromEntries(this.meta.entries.map((e) => [readKey(e), READ_VALUES[e]]))
-        : 'nonObject' in this.meta
-          ? this.meta.nonObject
-          : undefined;
+      'entries' in this.meta ? Object.fromEntries(this.meta.entries.map((e) => READ_VALUES[e])) : 'nonObject' in this.meta ? this.meta.nonObject : undefined;
     const params: Record<string, unknown> = { server: SERVER, threadId: thread.id, uri };
     if (!('absent' in this.meta)) params._meta = caller;
     step.sent.push(`mcpServer/resource/read on t${seq.threads.indexOf(thread) + 1}, _meta ${json(caller) ?? '(none)'}`);
@@ -471,6 +528,9 @@ class ResourceRead extends HostStep {
     const record = withMethod(session.recorded().records, 'resources/read').find((r) => isObject(r.message.params) && r.message.params.uri === uri);
     step.arrived.push(record ? `at ${SERVER}: ${describeMeta(metaOf(record) ?? {}, seq)}` : 'nothing arrived');
     seq.violations.push(...judgeResourceRead(caller, outcome, record ? (metaOf(record) ?? {}) : undefined));
+  }
+  kinds(): StepKind[] {
+    return ['resource read'];
   }
   toString(): string {
     const meta = 'entries' in this.meta ? `[${this.meta.entries.join(', ')}]` : 'nonObject' in this.meta ? json(this.meta.nonObject) : 'none';
@@ -505,8 +565,9 @@ function judgeResourceRead(caller: unknown, outcome: AppOutcome, got: Record<str
   const check = caller === null || caller === undefined ? 'host/resource-read-null-meta' : 'host/resource-read-meta-forwarded';
   if (!got) return [{ check, message: `the read never reached the server (the host answered ${answerText(outcome)})` }];
   const out: HostViolation[] = [];
-  const sandbox = SANDBOX_META_KEYS.filter((k) => hasOwn(got, k));
-  if (sandbox.length) out.push({ check: 'host/sandbox-keys-only-on-tools-call', message: `resources/read carried ${sandbox.join(', ')}` });
+  // The host adds none (§2); a caller's own entries under those names are judged as any caller entry below.
+  const sandbox = SANDBOX_META_KEYS.filter((k) => hasOwn(got, k) && !(hasOwn(sent, k) && json(got[k]) === json(sent[k])));
+  if (sandbox.length) out.push({ check: 'host/sandbox-keys-only-on-tools-call', message: `resources/read carried the host's ${sandbox.join(', ')}` });
   const { progressToken, ...rest } = got;
   const { progressToken: callerToken, ...sentRest } = sent;
   const problems = [
@@ -540,9 +601,67 @@ class ExecRun extends HostStep {
     const want = { mode: this.mode, workspace: observed.workspace };
     seq.violations.push(...judgeModelCalls(seq, callIds, observed, want, 'host/each-call-current-entries', step));
   }
+  kinds(): StepKind[] {
+    return ['exec run', ...callKinds(this.responses)];
+  }
   toString(): string {
     return `an exec run under ${this.mode}: ${describeResponses(this.responses)}`;
   }
+}
+
+// ---- the fixed sequence ----
+
+/** Each subset of the sandbox keys a caller may forge on a direct call: each key alone, then all three. */
+const FORGED_SUBSETS: ToolMetaEntry[][] = [['stale-state'], ['stale-state-meta'], ['stale-launcher'], ['stale-state', 'stale-state-meta', 'stale-launcher']];
+
+/**
+ * The sequence every host run makes on each transport, judged by the same model as exploration's
+ * (what a real client does, so a default run needs no luck to find what depends on it): two threads
+ * under different policies and workspaces, their turns interleaved, one turn changing both cwd and
+ * policy (its model calling twice, then both servers at once), direct calls on the other thread
+ * after that change, direct calls to both servers carrying each subset of the sandbox keys, and
+ * resource reads with forged sandbox keys beside ordinary entries. t1 is the session's first thread
+ * (the config's workspace-write in w0).
+ */
+export function fixedSequence(): HostStep[] {
+  const one: Target[][] = [['rec']];
+  return [
+    new StartThread(1, 'read-only'),
+    new Turn(0, undefined, undefined, one),
+    new Turn(1, undefined, undefined, [['rec', 'plain']]),
+    new Turn(1, 'danger-full-access', 0, [['rec'], ['rec', 'plain']]),
+    new Turn(0, undefined, undefined, one),
+    new DirectCall(0, 'rec', { entries: ['unrelated'] }),
+    ...FORGED_SUBSETS.flatMap((entries) => [
+      new DirectCall(0, 'rec', { entries: [...entries, 'unrelated'] }),
+      new DirectCall(1, 'plain', { entries: [...entries, 'unrelated'] }),
+    ]),
+    new DirectCall(1, 'rec', { entries: ['progressToken', 'nested'] }),
+    new ResourceRead(0, { entries: ['other', 'progressToken'] }),
+    ...FORGED_SUBSETS.map((entries) => new ResourceRead(1, { entries: ['other', ...(entries as ReadEntry[])] })),
+  ];
+}
+
+/** What the fixed sequence found on one transport: every violation (each naming its step), or why it could not go on. */
+export interface FixedSequenceOutcome {
+  violations: HostViolation[];
+  steps: CounterexampleStep[];
+  problem?: string;
+}
+
+/** Runs the fixed sequence against a fresh host, every step judged (it does not stop at the first violation). */
+export async function runFixedSequence(options: DriveOptions): Promise<FixedSequenceOutcome> {
+  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken: false, kinds: new Set() };
+  const model: Model = { steps: 0 };
+  try {
+    for (const step of fixedSequence()) {
+      if (seq.problem) break;
+      await step.run(model, seq);
+    }
+  } finally {
+    await seq.session?.close();
+  }
+  return { violations: seq.violations, steps: stepsOf(seq), ...(seq.problem ? { problem: seq.problem } : {}) };
 }
 
 // ---- the arbitraries ----
@@ -601,6 +720,8 @@ export interface HostExploration {
   counterexample?: Counterexample;
   /** Why exploration stopped early (no violation to name). */
   problem?: string;
+  /** The kinds of step its sequences ran, in STEP_KINDS order. */
+  covered: StepKind[];
 }
 
 interface SequenceOutcome {
@@ -609,7 +730,7 @@ interface SequenceOutcome {
 }
 
 async function runSequence(options: DriveOptions, commands: Iterable<fc.AsyncCommand<Model, HostSequence>>, stopWhenBroken: boolean): Promise<SequenceOutcome> {
-  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken };
+  const seq: HostSequence = { options, threads: [], story: [], violations: [], attempts: 0, stopWhenBroken, kinds: new Set() };
   try {
     await fc.asyncModelRun(() => ({ model: { steps: 0 }, real: seq }), commands);
   } finally {
@@ -633,13 +754,14 @@ async function exploreWorker(
   options: DriveOptions,
   result: WorkerResult,
   runs: number,
-  shared: { stopped: boolean },
+  shared: { stopped: boolean; covered: Set<StepKind> },
   replay?: { path: string; commands?: string },
 ) {
   const property = fc.asyncProperty(commandsArb(replay?.commands), async (commands) => {
     if (result.problem || (shared.stopped && !result.failure) || options.signal?.aborted) return true;
     if (result.failure && (result.shrinking.spent || Date.now() > result.failedAt! + SHRINK_TIME_MS)) return true;
     const outcome = await runSequence(options, commands, !replay);
+    for (const kind of outcome.seq.kinds) shared.covered.add(kind);
     if (outcome.seq.problem && outcome.violations.length === 0) {
       if (!result.failure) {
         result.problem = outcome.seq.problem;
@@ -693,33 +815,32 @@ export async function exploreHost(options: DriveOptions, explore: HostExploreOpt
     shrinks: 0,
     shrinking: new ShrinkBudget(MAX_SHRINK_RUNS, SHRINK_PATIENCE, ([steps]) => steps! <= 1),
   }));
-  const shared = { stopped: false };
+  const shared = { stopped: false, covered: new Set<StepKind>() };
   const replayOf = (path: string) => {
     const at = path.indexOf('@');
     return at < 0 ? { path } : { path: path.slice(0, at), commands: path.slice(at + 1) };
   };
   await Promise.all(plans.map((p, k) => exploreWorker(options, results[k]!, p.runs, shared, replay ? replayOf(replay.path) : undefined)));
   const sequences = results.reduce((n, r) => n + r.sequences, 0);
+  const covered = STEP_KINDS.filter((k) => shared.covered.has(k));
+  explore.onCovered?.(options.transport, covered);
   const failed = results.find((r) => r.failure);
-  if (failed?.failure) return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure) };
+  if (failed?.failure) return { sequences, seed: failed.seed, violations: failed.failure.violations, counterexample: storyOf(failed, failed.failure), covered };
   const problem = results.find((r) => r.problem)?.problem;
-  return { sequences, seed: explore.seed, violations: [], ...(problem ? { problem } : {}) };
+  return { sequences, seed: explore.seed, violations: [], covered, ...(problem ? { problem } : {}) };
 }
 
 /** The failing sequence told step by step: what was sent, what arrived at which server, what the host answered. */
 function storyOf(worker: WorkerResult, outcome: SequenceOutcome): Counterexample {
-  const steps: CounterexampleStep[] = outcome.seq.story.map((s, i) => ({
-    n: i + 1,
-    action: s.action,
-    authority: s.sent,
-    ran: s.arrived.map((a) => `arrived ${a}`),
-    response: s.answer,
-  }));
   return counterexampleOf(
     worker,
-    steps,
+    stepsOf(outcome.seq),
     outcome.violations.map((v) => ({ rule: ruleOf(v.check), check: v.check, message: v.message })),
   );
 }
+
+/** A sequence's story as counterexample steps. */
+const stepsOf = (seq: HostSequence): CounterexampleStep[] =>
+  seq.story.map((s, i) => ({ n: i + 1, action: s.action, authority: s.sent, ran: s.arrived.map((a) => `arrived ${a}`), response: s.answer }));
 
 const ruleOf = (check: string): string => hostCheckDefs.find((c) => c.id === check)?.rule ?? '?';

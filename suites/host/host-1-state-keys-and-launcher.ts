@@ -191,9 +191,10 @@ const sandboxKeysOnlyOnToolsCall: HostCheck = {
   rule: 'HOST-1',
   level: 'MUST',
   title: 'tools/list and resources/read carry no sandbox keys',
-  summary: 'The host adds sandbox keys only to tools/call: tools/list and resources/read never carry them (CONTRACT.md §2).',
+  summary:
+    "The host adds sandbox keys only to tools/call: tools/list and resources/read never carry its own (CONTRACT.md §2). A caller's own entries under those names on an app-server resource read are not the host's: they are forwarded verbatim (HOST-3).",
   observes:
-    'Every tools/list any recording server got (both servers of the exec run and of the app-server run) and every resources/read of the app-server run must carry none of the three sandbox keys in _meta.',
+    "Every tools/list any recording server got (both servers of the exec run and of the app-server run) and every resources/read of the app-server run whose caller sent none must carry none of the three sandbox keys in _meta; in the fixed sequence's reads that forge them, any sandbox entry that is not the caller's own value is the host's.",
   why: 'Listing and reading run nothing; sandbox authority on them is noise at best and confuses servers that key sessions on it.',
   typicalMistake: 'A shared "add Codex metadata" step applied to every request.',
   fix: 'Add the sandbox entries where tools/call requests are built, not in a generic request hook.',

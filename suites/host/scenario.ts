@@ -1,8 +1,8 @@
 import type { Transport } from '../../harness/codex-wire.js';
 import { POLICY_CHANGES, observeAppServer, observeExec, type AppObservation, type ExecObservation, type HostTarget } from '../../harness/host-mode/drive.js';
 import type { TranscriptEntry } from '../../harness/transcript.js';
-import { fail, type HostDriveContext, type HostDriven, type HostScenario, type Verdict } from '../engine/model.js';
-import { explorationBoundMs, exploreHost, type HostExploration } from './explore.js';
+import { fail, type CounterexampleStep, type HostDriveContext, type HostDriven, type HostScenario, type Verdict } from '../engine/model.js';
+import { explorationBoundMs, exploreHost, runFixedSequence, type FixedSequenceOutcome, type HostExploration } from './explore.js';
 import { runSuite, type RunPlan, type RunReport } from '../engine/runner.js';
 import { hostChecks } from './checks.js';
 import { BOTH, type HostCheck, type HostObservations } from './host-check.js';
@@ -68,12 +68,16 @@ async function driveAndJudge(checks: HostCheck[], ctx: HostDriveContext): Promis
   const needs = (scenario: 'exec' | 'app-server') => selected.some((c) => c.scenario.includes(scenario));
   const observed: HostObservations = { transport, exec: emptyExec(transport), app: emptyApp(transport), policyChanges };
   let exploration: HostExploration | undefined;
+  let fixed: FixedSequenceOutcome | undefined;
   await Promise.all([
     needs('exec') ? observeExec(options).then((o) => void (observed.exec = o)) : undefined,
     needs('app-server') ? observeAppServer(options).then((o) => void (observed.app = o)) : undefined,
+    needs('app-server') ? runFixedSequence(options).then((f) => void (fixed = f)) : undefined,
     host.explore && host.explore.runs > 0 ? exploreHost(options, host.explore).then((e) => void (exploration = e)) : undefined,
   ]);
   const transcript = [...transcriptOf(observed.exec, 'exec', started), ...transcriptOf(observed.app, 'app-server', started)];
+  if (fixed?.problem) transcript.push({ t: Date.now() - started, dir: 'note', text: `the fixed sequence stopped: ${fixed.problem}` });
+  if (fixed) transcript.push({ t: Date.now() - started, dir: 'note', text: `the fixed sequence, step by step:\n${fixed.steps.map(stepText).join('\n')}` });
   if (exploration?.problem)
     transcript.push({ t: Date.now() - started, dir: 'note', text: `exploration stopped after ${exploration.sequences} sequences: ${exploration.problem}` });
   // The host failed to start when a run of it failed and not one request reached a recording server.
@@ -89,12 +93,25 @@ async function driveAndJudge(checks: HostCheck[], ctx: HostDriveContext): Promis
   const verdicts = new Map<string, Verdict>();
   for (const check of selected) {
     try {
-      verdicts.set(check.id, withExploration(await check.judge(observed), check.id, exploration));
+      verdicts.set(check.id, withExploration(withFixedSequence(await check.judge(observed), check.id, fixed), check.id, exploration));
     } catch (error) {
       verdicts.set(check.id, { status: 'error', message: (error as Error).stack ?? String(error) });
     }
   }
   return { verdicts, transcript };
+}
+
+const stepText = (s: CounterexampleStep) => `${s.n}. ${s.action}: ${[...s.authority, ...s.ran, ...s.response].join(' | ')}`;
+
+/** A check's verdict with what the fixed sequence found against it: a violation fails it, naming the step. */
+function withFixedSequence(verdict: Verdict, checkId: string, fixed: FixedSequenceOutcome | undefined): Verdict {
+  const found = fixed?.violations.filter((v) => v.check === checkId) ?? [];
+  if (found.length === 0) return verdict;
+  const told = found.map((v) => `the fixed sequence, step ${v.step?.n ?? '?'} (${v.step?.action ?? '?'}): ${v.message}`);
+  const steps = new Set(found.map((v) => v.step?.n));
+  const diff = [...told.slice(1, 6).map((t) => `! ${t}`), ...fixed!.steps.filter((s) => steps.has(s.n)).map((s) => `  ${stepText(s)}`)];
+  if (verdict.status === 'fail') return { ...verdict, message: `${verdict.message}; ${told[0]}`, diff: [...(verdict.diff ?? []), ...diff] };
+  return fail(told[0]!, { expected: found[0]!.expected ?? 'what CONTRACT.md §2/§4 says for this step', actual: found[0]!.actual ?? found[0]!.message, diff });
 }
 
 /** A check's verdict with what exploration found against it: a violation fails it, with the shrunk sequence that shows it. */
