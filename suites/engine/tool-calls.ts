@@ -3,6 +3,7 @@ import { isRefusal, type RawOutcome } from '../../harness/codex-session.js';
 import {
   argumentsShape,
   commandShapes,
+  isCommandPart,
   readSessionId,
   toolArguments,
   schemaTypes,
@@ -145,13 +146,13 @@ export function optionalProperties(adapter: ExecAdapter): OptionalProperty[] {
   return [...top, ...nested];
 }
 
-/** The optional properties of one level of a schema that its template does not set, with their values. */
+/** The optional properties of one level of a schema that its template does not set, with their values (a command's parts, say an `args` array or a `shell`, are its shapes', not values). */
 function optionalOf(schema: Record<string, unknown> | undefined, template: unknown): OptionalProperty[] {
   const properties = schema && isObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema?.required) ? schema.required : []);
   const inTemplate = isObject(template) ? new Set(Object.keys(template)) : new Set<string>();
   return Object.entries(properties)
-    .filter(([name]) => !required.has(name) && !inTemplate.has(name))
+    .filter(([name]) => !required.has(name) && !inTemplate.has(name) && !isCommandPart(name))
     .map(([name, property]) => ({ name, ...choicesOf(name, property) }))
     .filter((p) => p.values.length > 0);
 }
@@ -214,13 +215,15 @@ export function withShapes(account: ToolAccount): ToolAccount {
   const choices = optionalChoices(adapter);
   const commands = commandShapes(adapter);
   const shapes = [...commands.map((shape) => shape.arguments), ...(choices.length > 1 ? [argumentsShape(adapter, choices.at(-1))] : [])];
-  const optional = optionalProperties(adapter).map(
+  const properties = optionalProperties(adapter);
+  const marked = properties.some((p) => p.fixed.length < p.values.length);
+  const optional = properties.map(
     ({ name, values, fixed }) => `${name}: ${values.map((v) => `${JSON.stringify(v)}${fixed.includes(v) && fixed.length < values.length ? '*' : ''}`).join(' | ')}`,
   );
   const languages = adapter.code ? adapter.code.languages.map((l) => labelOf(l.id)) : [];
   const sent = [
     ...commands.map((shape) => `${shape.label} ${JSON.stringify(shape.arguments)}`),
-    ...(optional.length ? [`each optional property alone and all together (${optional.join('; ')}; the fixed checks send those marked *)`] : []),
+    ...(optional.length ? [`each optional property alone and all together (${optional.join('; ')}${marked ? '; the fixed checks send those marked *' : ''})`] : []),
     ...(adapter.code ? [`programs in ${languages.join(', ')}${adapter.code.missing.length ? ` (not run here: ${adapter.code.missing.join(', ')})` : ''}`] : []),
   ];
   return { ...account, ...(shapes.length ? { shapes } : {}), ...(sent.length ? { sent } : {}) };
