@@ -58,6 +58,8 @@ const FORMATTED: Record<string, string> = {
   hostname: 'example.com',
   ipv4: '127.0.0.1',
 };
+/** A string that names what runs the command or as whom (a shell, an interpreter, a user, an encoding): a plain word there runs nothing, so it gets only what its schema gives. */
+const RUNS_WITH = /^(shell|interpreter|executable|exe|runtime|binary|lang|language|user|user_?name|uid|gid|group|encoding|charset|locale)$/i;
 /** A plain word for a string property the suite knows nothing about. */
 const PLAIN_WORD = 'notes';
 
@@ -90,7 +92,7 @@ export function choicesOf(name: string, schema: unknown): { values: unknown[]; f
     if (ASKS_PERMISSION.test(name)) return both(['require_escalated']);
     const given = [schema.default, ...(Array.isArray(schema.examples) ? schema.examples : [])].filter((v) => typeof v === 'string');
     const formatted = typeof schema.format === 'string' ? FORMATTED[schema.format] : undefined;
-    const values = given.length ? given : [formatted ?? PLAIN_WORD];
+    const values = given.length ? given : formatted ? [formatted] : RUNS_WITH.test(name) ? [] : [PLAIN_WORD];
     return both(values, values.slice(0, 1));
   }
   if (types.has('array')) {
