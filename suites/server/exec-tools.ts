@@ -1,6 +1,9 @@
 import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
-import { adapterRejection, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { adapterRejection, readSessionId, renderArguments, toolArguments, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { isObject } from '../../harness/json.js';
+import type { QueuePair } from '../../harness/session-pairs.js';
+import { commandText } from '../engine/judge.js';
 import type { Observations } from '../../harness/observers.js';
 import {
   awaitProbeRuns,
@@ -135,6 +138,63 @@ export async function driveSessionPair(ctx: ScenarioContext, pair: SessionAdapte
   if (!isRefusal(control.outcome)) return { adapter, control, refusals, shaped: [] };
   const unresolved = `${pair.send.tool}: it refused session id ${JSON.stringify(id)}, read from what ${pair.open.tool} returned (${JSON.stringify(summarizeOutcome(opened)).slice(0, 300)}), with everything Codex sends (${JSON.stringify(summarizeOutcome(control.outcome)).slice(0, 200)})`;
   return { adapter, control, refusals, shaped: [], unresolved };
+}
+
+/**
+ * A detected queue pair, given the fixed calls: the probe queued with everything Codex sends and
+ * collected with the same (the control: wherever it runs, at either call, it runs inside a launch of
+ * that authority), then queued with everything Codex sends and collected without a launcher (the
+ * collect must refuse, or have nothing to run: whatever ran, ran inside the queueing call's launch,
+ * else the monitor's finding). Over HTTP both calls as Codex sends them there: nothing may run. A
+ * queue call that runs nothing is no failure; its command is judged where it runs.
+ */
+export async function driveQueuePair(ctx: ScenarioContext, pair: QueuePair, check: string): Promise<ToolCalls> {
+  const adapter = queueAdapter(pair);
+  if (ctx.transport === 'http')
+    return { adapter, refusals: [{ label: 'over HTTP', probe: (await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check)).probe }], shaped: [] };
+  const { probe: control, unresolved } = await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check);
+  // Collected under another authority: the monitor judges whatever ran (inside the queueing call's launch, or nowhere).
+  await queueProbe(ctx, pair, ctx.codexEntries(), WITHOUT_LAUNCHER.entries(ctx), check);
+  return { adapter, control, refusals: [], shaped: [], ...(unresolved ? { unresolved } : {}) };
+}
+
+/** A queue pair as the tool its findings name: "submit_job then job_result". */
+export const queueAdapter = (pair: QueuePair): ExecAdapter => ({ tool: `${pair.submit.tool} then ${pair.collect.tool}`, arguments: pair.submit.arguments, source: 'detected' });
+
+/** The probe queued by the pair's submit tool with `submitEntries` and collected with `collectEntries`; why not, when no id came back. */
+async function queueProbe(
+  ctx: IsolatedContext,
+  pair: QueuePair,
+  submitEntries: SandboxEntries,
+  collectEntries: SandboxEntries,
+  check: string,
+): Promise<{ probe: ExecProbe; unresolved?: string }> {
+  const nonce = ctx.observers.newNonce();
+  const argv = ctx.observers.probeCommand(nonce);
+  const built = toolArguments({ tool: pair.submit.tool, arguments: pair.submit.arguments }, { argv });
+  const shown = { form: `simple, queued by ${pair.submit.tool}, collected by ${pair.collect.tool}`, text: commandText(built.line, ctx.observers.dir) };
+  const submitted = await ctx.callTool(pair.submit.tool, built.arguments, submitEntries, { check, nonce, command: shown });
+  const ok = submitted.kind === 'result' && !isRefusal(submitted);
+  const id = ok ? readSessionId(submitted.result, undefined, [pair.idProperty, 'jobId', 'job_id', 'taskId', 'task_id']) : undefined;
+  if (id === undefined) {
+    const probe = { nonce, command: argv, arguments: undefined, outcome: submitted, shown };
+    return ok ? { probe, unresolved: `${pair.collect.tool}: no job id to collect (${pair.submit.tool} returned ${JSON.stringify(summarizeOutcome(submitted)).slice(0, 300)})` } : { probe };
+  }
+  const rendered = renderArguments(pair.collect.arguments, [], { jobId: id });
+  const args = pair.numericId && /^\d+$/.test(id) && isObject(rendered) ? { ...rendered, [pair.idProperty]: Number(id) } : rendered;
+  const outcome = await ctx.callTool(pair.collect.tool, args, collectEntries, { check, nonce, command: shown });
+  return { probe: { nonce, command: argv, arguments: undefined, outcome, shown } };
+}
+
+/** A queue pair's own control, over stdio (made by the control scenario): queued and collected with everything Codex sends. Its refusals over HTTP rest on it. */
+export async function queueControl(ctx: IsolatedContext, pair: QueuePair): Promise<ControlFacts> {
+  const name = queueAdapter(pair).tool;
+  const probe = await ctx.observers.keepingOutput(async () => {
+    const { probe: sent } = await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), everyExecTool.id);
+    if (accepted(sent)) await awaitProbeRuns(ctx, [sent.nonce], ACCEPTED_RUN_WAIT_MS);
+    return sent;
+  });
+  return controlFacts(probe, await ctx.observe(), ctx.observers, name);
 }
 
 /** The probe, sent to `adapter`'s tool with these entries. The tool's name goes with the command's form, so that every finding about the call names the tool. */
@@ -303,7 +363,7 @@ export const everyExecToolScenario: Scenario = {
     const primaryChoices = ctx.exec && argumentChoices(ctx.exec).length > 1;
     // A detected pair's send tool is driven through its pair (an operator's adapter is the session checks' alone).
     const pairs = ctx.sessionAdapters.filter((pair) => pair.detected);
-    if (ctx.execTools.length === 0 && !primaryChoices && pairs.length === 0) {
+    if (ctx.execTools.length === 0 && !primaryChoices && pairs.length === 0 && ctx.queuePairs.length === 0) {
       return new Map([
         [
           everyExecTool.id,
@@ -318,6 +378,7 @@ export const everyExecToolScenario: Scenario = {
       driven.push(...(await driveChoices(ctx, adapter, everyExecTool.id)));
     }
     for (const pair of pairs) driven.push(...[await driveSessionPair(ctx, pair, everyExecTool.id)].filter((calls) => calls !== undefined));
+    for (const pair of ctx.queuePairs) driven.push(await driveQueuePair(ctx, pair, everyExecTool.id));
     // Only session pairs, and over HTTP each refused to open a session: nothing to send to, nothing ran.
     if (driven.length === 0) return new Map([[everyExecTool.id, pass(`over HTTP no session opened (${pairs.map((p) => p.open.tool).join(', ')} refused)`)]]);
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).
