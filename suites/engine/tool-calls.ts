@@ -220,12 +220,15 @@ export function withShapes(account: ToolAccount): ToolAccount {
   const properties = optionalProperties(adapter);
   const marked = properties.some((p) => p.fixed.length < p.values.length);
   const optional = properties.map(
-    ({ name, values, fixed }) => `${name}: ${values.map((v) => `${JSON.stringify(v)}${fixed.includes(v) && fixed.length < values.length ? '*' : ''}`).join(' | ')}`,
+    ({ name, values, fixed }) =>
+      `${name}: ${values.map((v) => `${JSON.stringify(v)}${fixed.includes(v) && fixed.length < values.length ? '*' : ''}`).join(' | ')}`,
   );
   const languages = adapter.code ? adapter.code.languages.map((l) => labelOf(l.id)) : [];
   const sent = [
     ...commands.map((shape) => `${shape.label} ${JSON.stringify(shape.arguments)}`),
-    ...(optional.length ? [`each optional property alone and all together (${optional.join('; ')}${marked ? '; the fixed checks send those marked *' : ''})`] : []),
+    ...(optional.length
+      ? [`each optional property alone and all together (${optional.join('; ')}${marked ? '; the fixed checks send those marked *' : ''})`]
+      : []),
     ...(adapter.code ? [`programs in ${languages.join(', ')}${adapter.code.missing.length ? ` (not run here: ${adapter.code.missing.join(', ')})` : ''}`] : []),
   ];
   return { ...account, ...(shapes.length ? { shapes } : {}), ...(sent.length ? { sent } : {}) };

@@ -187,8 +187,7 @@ function base(kit: CommandKit, { form, ms = SLOW_COMMAND_MS }: GrammarEntry, n: 
       // by concatenation (`bash -lc '<script>'`, `sh -c "<argv joined>"`) ends its quoting early,
       // and the probe after the operator runs in the part that escaped, outside the launch.
       const inner =
-        `eval 'true; ${kit.git} status ${n} --short' && cd "${kit.subdir}" && eval "true; ${kit.echo} ${n}" && ` +
-        `printf '%s\\n' "it's, isn't it" 'say "hi"'`;
+        `eval 'true; ${kit.git} status ${n} --short' && cd "${kit.subdir}" && eval "true; ${kit.echo} ${n}" && ` + `printf '%s\\n' "it's, isn't it" 'say "hi"'`;
       return { argv: ['bash', '-lc', inner], script: `bash -lc ${q(inner)}` };
     }
     case 'sh -c': {

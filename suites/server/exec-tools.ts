@@ -155,7 +155,11 @@ export async function driveSessionPair(ctx: ScenarioContext, pair: SessionAdapte
 export async function driveQueuePair(ctx: ScenarioContext, pair: QueuePair, check: string): Promise<ToolCalls> {
   const adapter = queueAdapter(pair);
   if (ctx.transport === 'http')
-    return { adapter, refusals: [{ label: 'over HTTP', probe: (await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check)).probe }], shaped: [] };
+    return {
+      adapter,
+      refusals: [{ label: 'over HTTP', probe: (await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check)).probe }],
+      shaped: [],
+    };
   const { probe: control, unresolved } = await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check);
   // Collected without a launcher: the monitor judges whatever ran (inside the queueing call's launch, or nowhere).
   await queueProbe(ctx, pair, ctx.codexEntries(), WITHOUT_LAUNCHER.entries(ctx), check);
@@ -181,10 +185,13 @@ export async function driveQueuePair(ctx: ScenarioContext, pair: QueuePair, chec
       }
     });
   const failure = stale
-    ? (fail(`${adapter.tool}: collected under another state, the queued command ran under a launch of another state than the collecting call's${commandLabel(moved.shown)}`, {
-        expected: "refused, or run inside a launch under the collecting call's state",
-        actual: { launch: stale.argv, response: summarizeOutcome(moved.outcome) },
-      }) as Verdict & { status: 'fail' })
+    ? (fail(
+        `${adapter.tool}: collected under another state, the queued command ran under a launch of another state than the collecting call's${commandLabel(moved.shown)}`,
+        {
+          expected: "refused, or run inside a launch under the collecting call's state",
+          actual: { launch: stale.argv, response: summarizeOutcome(moved.outcome) },
+        },
+      ) as Verdict & { status: 'fail' })
     : undefined;
   return { adapter, control, refusals: [], shaped: [], ...(unresolved ? { unresolved } : {}), ...(failure ? { failure } : {}) };
 }
@@ -193,7 +200,11 @@ export async function driveQueuePair(ctx: ScenarioContext, pair: QueuePair, chec
 const QUEUE_CANARY = 'x-conformance-collected-elsewhere';
 
 /** A queue pair as the tool its findings name: "submit_job then job_result". */
-export const queueAdapter = (pair: QueuePair): ExecAdapter => ({ tool: `${pair.submit.tool} then ${pair.collect.tool}`, arguments: pair.submit.arguments, source: 'detected' });
+export const queueAdapter = (pair: QueuePair): ExecAdapter => ({
+  tool: `${pair.submit.tool} then ${pair.collect.tool}`,
+  arguments: pair.submit.arguments,
+  source: 'detected',
+});
 
 /** The probe queued by the pair's submit tool with `submitEntries` and collected with `collectEntries`; why not, when no id came back. */
 async function queueProbe(
@@ -214,7 +225,12 @@ async function queueProbe(
   const id = ok ? readSessionId(submitted.result, undefined, [pair.idProperty, 'jobId', 'job_id', 'taskId', 'task_id']) : undefined;
   if (id === undefined) {
     const probe = { nonce, command: argv, arguments: undefined, outcome: submitted, shown };
-    return ok ? { probe, unresolved: `${pair.collect.tool}: no job id to collect (${pair.submit.tool} returned ${JSON.stringify(summarizeOutcome(submitted)).slice(0, 300)})` } : { probe };
+    return ok
+      ? {
+          probe,
+          unresolved: `${pair.collect.tool}: no job id to collect (${pair.submit.tool} returned ${JSON.stringify(summarizeOutcome(submitted)).slice(0, 300)})`,
+        }
+      : { probe };
   }
   await afterSubmit?.(nonce);
   const rendered = renderArguments(pair.collect.arguments, [], { jobId: id });

@@ -166,7 +166,9 @@ describe('values from the schema', () => {
     expect(choicesOf('notify', { type: 'boolean' })).toEqual({ values: [true, false], fixed: [true, false] });
   });
   test('the fixed checks send one value per property; exploration every one; the header lists them all', () => {
-    const adapter = adapterOf(tool('run_job', { command: { type: 'string' }, timeout_ms: { type: 'integer', minimum: 1 }, label: { type: 'string' } }, ['command']));
+    const adapter = adapterOf(
+      tool('run_job', { command: { type: 'string' }, timeout_ms: { type: 'integer', minimum: 1 }, label: { type: 'string' } }, ['command']),
+    );
     expect(argumentChoices(adapter).map((c) => c.label)).toEqual([
       'its template',
       'with timeout_ms 3600000',

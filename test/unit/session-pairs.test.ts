@@ -77,7 +77,12 @@ describe('queue pairs (issue 42 item 2)', () => {
   test('a submit tool that takes a command and a collect tool that takes only its job id', () => {
     const argv = { type: 'array', items: str };
     expect(detectQueuePairs([tool('submit_job', { command: str }), tool('job_result', { job_id: str })])).toEqual([
-      { submit: { tool: 'submit_job', arguments: { command: '{{command}}' } }, collect: { tool: 'job_result', arguments: { job_id: '{{jobId}}' } }, idProperty: 'job_id', numericId: false },
+      {
+        submit: { tool: 'submit_job', arguments: { command: '{{command}}' } },
+        collect: { tool: 'job_result', arguments: { job_id: '{{jobId}}' } },
+        idProperty: 'job_id',
+        numericId: false,
+      },
     ]);
     expect(detectQueuePairs([tool('enqueue_command', { command: argv }), tool('wait_task', { task_id: { type: 'integer' } })])).toMatchObject([
       { submit: { tool: 'enqueue_command', arguments: { command: '{{argv}}' } }, idProperty: 'task_id', numericId: true },
