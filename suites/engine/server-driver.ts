@@ -187,11 +187,13 @@ function sessionsOf(plan: RunPlan, tools: readonly Record<string, unknown>[]): {
   const sends = new Map(detected.map((pair) => [pair.send.tool, `sends commands to a session "${pair.open.tool}" opens, so never alone: ${how(pair)}`]));
   // A queue pair's submit tool is driven with its collect tool (its command may run at either call).
   const queues = detectQueuePairs(tools, plan.tools).filter((pair) => ![pair.submit.tool, pair.collect.tool].some((tool) => plan.skipTools?.includes(tool)));
-  for (const pair of queues)
+  for (const pair of queues) {
     sends.set(
       pair.submit.tool,
       `queues commands that "${pair.collect.tool}" collects by their job id, so never alone: execution/every-exec-tool drives it through that pair`,
     );
+    sends.set(pair.collect.tool, `collects the commands "${pair.submit.tool}" queues, by their job id: execution/every-exec-tool drives it through that pair`);
+  }
   return { adapters: given ? (sessionAllowed(plan) ? [plan.session!] : []) : detected.filter((pair) => !skipped(pair)), sends, queues };
 }
 
