@@ -124,6 +124,8 @@ export interface DetectedTemplate {
 
 /** The name of an argv array beside a command string: `{command: "git", args: ["status"]}`. */
 const ARGS_PROPERTY = /^(args|arguments|argv|params)$/i;
+/** A property that is part of a command (its program, its arguments, its shell or code), never a value a model sets beside it. */
+export const isCommandPart = (name: string): boolean => (COMMAND_PROPERTIES as readonly string[]).includes(name) || ARGS_PROPERTY.test(name);
 /** Where a server that nests its command (`{request: {command}}`, `{params: {cmd}}`) puts it: names that say command, never a shell's name or code. */
 const NESTED_COMMAND_PROPERTIES = ['command', 'cmd', 'argv', 'commandLine', 'script'] as const;
 

@@ -148,3 +148,74 @@ export function detectSessionPairs(allTools: readonly Record<string, unknown>[],
 
 /** The send tools of these pairs, by name: not exec tools of their own (a command needs the session). */
 export const sendTools = (pairs: readonly SessionAdapter[]): Set<string> => new Set(pairs.map((pair) => pair.send.tool));
+
+/**
+ * A queue pair: a *submit* tool that takes a command and answers with a job id (submit, enqueue,
+ * start_job, spawn…), and a *collect* tool that takes only that id (result, wait, output, status…)
+ * and may be the call that runs it. Found as session pairs are: by names, shared words, and the id.
+ */
+export interface QueuePair {
+  submit: { tool: string; arguments: Record<string, unknown> };
+  collect: { tool: string; arguments: Record<string, unknown> };
+  /** The collect tool's id property: also the first name looked for in the submit result. */
+  idProperty: string;
+  numericId: boolean;
+}
+
+const SUBMIT_VERB = /^(submit|enqueue|queue|schedule|spawn|start|dispatch|launch|run)s?$/i;
+const JOB_NOUN = /^(jobs?|tasks?|work|batch|commands?|runs?|builds?)$/i;
+const COLLECT_WORD = /^(results?|wait|await|output|outputs|status|collect|poll|get|fetch|join|retrieve)$/i;
+/** A collect tool's id: a job's, a task's or a run's, or a plain `id`. */
+const JOB_ID = /^(id|job|task|run|ticket|handle)$|^(job|task|run|ticket|handle)_?id$/i;
+
+/** A tool that queues a command: a submit verb in its name (beside a job noun, unless the verb says queueing), and a command property. */
+function submitShape(tool: Record<string, unknown>): Record<string, unknown> | undefined {
+  const parts = words(String(tool.name ?? ''));
+  const verb = parts.find((w) => SUBMIT_VERB.test(w));
+  if (!verb || (!/^(submit|enqueue|queue|schedule)/i.test(verb) && !parts.some((w) => JOB_NOUN.test(w)))) return undefined;
+  const schema = toolSchema(tool);
+  const command = COMMAND_PROPERTIES.find((n) => takesCommand(schema.properties[n]));
+  if (command === undefined || sendShape(tool)) return undefined;
+  const template: Record<string, unknown> = { [command]: schemaTypes(schema.properties[command]).has('array') ? '{{argv}}' : '{{command}}' };
+  return fillRequired(template, schema) ? template : undefined;
+}
+
+/** A tool that collects a queued command by its id: a collect word in its name, a required job id, and no command of its own. */
+function collectShape(tool: Record<string, unknown>): { idProperty: string; numericId: boolean; arguments: Record<string, unknown> } | undefined {
+  if (!words(String(tool.name ?? '')).some((w) => COLLECT_WORD.test(w))) return undefined;
+  const schema = toolSchema(tool);
+  if (COMMAND_PROPERTIES.some((n) => takesCommand(schema.properties[n]))) return undefined;
+  const idProperty = schema.required.find((name) => JOB_ID.test(name));
+  if (idProperty === undefined) return undefined;
+  const types = schemaTypes(schema.properties[idProperty]);
+  const template: Record<string, unknown> = { [idProperty]: '{{jobId}}' };
+  if (!fillRequired(template, schema)) return undefined;
+  return { idProperty, numericId: !types.has('string') && (types.has('integer') || types.has('number')), arguments: template };
+}
+
+/** Every queue pair in a tool list: each collect tool with its best-matching submit tool (shared name words; alone, a lone pair). */
+export function detectQueuePairs(allTools: readonly Record<string, unknown>[], filter?: ToolFilter): QueuePair[] {
+  const tools = allTools.filter((t) => typeof t.name === 'string' && toolAllowed(filter, t.name));
+  const submits = tools.flatMap((tool) => {
+    const template = submitShape(tool);
+    return template ? [{ tool, template }] : [];
+  });
+  const collects = tools.flatMap((tool) => {
+    const shape = collectShape(tool);
+    return shape ? [{ tool, shape }] : [];
+  });
+  const pairs: QueuePair[] = [];
+  for (const { tool, shape } of collects) {
+    if (submits.length === 0) continue;
+    const ranked = submits.map((submit) => ({ submit, score: affinity(submit.tool, tool, shape.idProperty) })).sort((a, b) => b.score - a.score);
+    const best = ranked[0]!;
+    if (best.score === 0 && (submits.length > 1 || collects.length > 1)) continue;
+    pairs.push({
+      submit: { tool: String(best.submit.tool.name), arguments: best.submit.template },
+      collect: { tool: String(tool.name), arguments: shape.arguments },
+      idProperty: shape.idProperty,
+      numericId: shape.numericId,
+    });
+  }
+  return pairs;
+}

@@ -80,6 +80,10 @@ const variants: Record<string, Variant> = {
   'args-array': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
   // Commands one level down ({request: {command, cwd?}}, {params: {cmd: argv | string, timeout_ms}}), found with no configuration: both launched.
   'nested-command': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // Optional properties of every kind (a timeout with no maximum, a bounded integer, an unknown string, a URL, an array, an object, a boolean): every value sent, none changes where it runs.
+  'job-options': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
+  // A queue pair (a command queued by one call, run when another collects it, under the same authority only): driven through the pair, and conforming.
+  'queue-pair': { http: true, mustPass: [...CORE, ...HTTP, 'execution/every-exec-tool'] },
 };
 
 describe.concurrent('correct servers unlike the reference', () => {

@@ -1,5 +1,6 @@
 import type { ConnectionPurpose, SandboxEntries, Transport } from '../../harness/codex-wire.js';
 import type { CommandShape, ExecAdapter, SessionAdapter } from '../../harness/exec-adapter.js';
+import type { QueuePair } from '../../harness/session-pairs.js';
 import type { LanguageId } from '../../harness/languages.js';
 import type { Connection } from '../../harness/target.js';
 import type { HostTarget } from '../../harness/host-mode/drive.js';
@@ -371,6 +372,8 @@ export interface EveryScenarioContext {
   readonly resourceReadMeta?: Record<string, unknown>;
   /** The operator's session adapter, else every session pair detected in the tool list (checks needing 'session' are not applicable without one). */
   readonly sessionAdapters: readonly SessionAdapter[];
+  /** Queue pairs detected in the tool list (harness/session-pairs.ts): a submit tool and the collect tool that takes its job id. */
+  readonly queuePairs: readonly QueuePair[];
   /** Another connection to the target (a fresh server for a started target; an inventory one if asked); closed by the runner. */
   openConnection(purpose?: ConnectionPurpose): Promise<Connection>;
   /** How far a long scenario got, for the live progress line (e.g. "5/12 sequences"). */

@@ -7,7 +7,7 @@ import {
   type SessionAdapter,
   type ToolChoices,
 } from '../../harness/exec-adapter.js';
-import { detectSessionPairs } from '../../harness/session-pairs.js';
+import { detectQueuePairs, detectSessionPairs, type QueuePair } from '../../harness/session-pairs.js';
 import { isObject } from '../../harness/json.js';
 import type { Observations, ScenarioObservers } from '../../harness/observers.js';
 import type { ProcessScope } from '../../harness/process-scope.js';
@@ -127,7 +127,7 @@ async function runOnServer(run: ScenarioRun, scenario: Scenario, connection: Con
   let decided: Map<string, Verdict>;
   try {
     const main = site(connection, servers.observers!, run.log, servers.mainStartedAt);
-    decided = await scenario.run(scenarioContext(run, main, servers, site, sessions.adapters));
+    decided = await scenario.run(scenarioContext(run, main, servers, site, sessions.adapters, sessions.queues));
   } finally {
     await servers.spares.drain();
   }
@@ -173,7 +173,7 @@ const NO_SESSION_PAIR =
  * call its tools), else every pair detected in the tool list. Either way the detected send tools
  * are not driven alone (a command needs its session), and their accounts say why.
  */
-function sessionsOf(plan: RunPlan, tools: readonly Record<string, unknown>[]): { adapters: SessionAdapter[]; sends: Map<string, string> } {
+function sessionsOf(plan: RunPlan, tools: readonly Record<string, unknown>[]): { adapters: SessionAdapter[]; sends: Map<string, string>; queues: QueuePair[] } {
   const detected = detectSessionPairs(tools, plan.tools);
   // A tool the operator left out by name leaves its pair out (its send tool is still never driven alone).
   const skipped = (pair: SessionAdapter) => [pair.open.tool, pair.send.tool].find((tool) => plan.skipTools?.includes(tool));
@@ -185,14 +185,30 @@ function sessionsOf(plan: RunPlan, tools: readonly Record<string, unknown>[]): {
         ? `its pair is left out, since the operator left out "${skipped(pair)}" by name`
         : 'the AUTH-2 session checks and execution/every-exec-tool drive it through that pair';
   const sends = new Map(detected.map((pair) => [pair.send.tool, `sends commands to a session "${pair.open.tool}" opens, so never alone: ${how(pair)}`]));
-  return { adapters: given ? (sessionAllowed(plan) ? [plan.session!] : []) : detected.filter((pair) => !skipped(pair)), sends };
+  // A queue pair's submit tool is driven with its collect tool (its command may run at either call).
+  const queues = detectQueuePairs(tools, plan.tools).filter((pair) => ![pair.submit.tool, pair.collect.tool].some((tool) => plan.skipTools?.includes(tool)));
+  for (const pair of queues) {
+    sends.set(
+      pair.submit.tool,
+      `queues commands that "${pair.collect.tool}" collects by their job id, so never alone: execution/every-exec-tool drives it through that pair`,
+    );
+    sends.set(pair.collect.tool, `collects the commands "${pair.submit.tool}" queues, by their job id: execution/every-exec-tool drives it through that pair`);
+  }
+  return { adapters: given ? (sessionAllowed(plan) ? [plan.session!] : []) : detected.filter((pair) => !skipped(pair)), sends, queues };
 }
 
 /** Where calls on a connection go: the scenario's own log and observers unless an isolated run brings its own. */
 type SiteFor = (on: Connection, observers: ScenarioObservers, log: MonitorLog, startedAt: number, timed?: boolean) => CallSite;
 
 /** The context a server scenario acts through. */
-function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServers, site: SiteFor, sessions: readonly SessionAdapter[]): ScenarioContext {
+function scenarioContext(
+  run: ScenarioRun,
+  main: CallSite,
+  servers: ScenarioServers,
+  site: SiteFor,
+  sessions: readonly SessionAdapter[],
+  queues: readonly QueuePair[],
+): ScenarioContext {
   const { suite, job, scenario } = run;
   const { plan } = suite;
   const life = suite.residents.get(job);
@@ -202,6 +218,7 @@ function scenarioContext(run: ScenarioRun, main: CallSite, servers: ScenarioServ
     control: () => suite.control.facts,
     publishControl: (facts) => suite.control.publish(facts),
     sessionAdapters: sessions,
+    queuePairs: queues,
     resourceReadMeta: plan.resourceReadMeta,
     openConnection: (purpose) => servers.openConnection(purpose),
     progress: (note) => suite.progress({ kind: 'scenario-note', scenario: scenario.id, transport: job.transport, note }),

@@ -282,7 +282,7 @@ export class Traffic {
       call.concurrent || step.repeated || !http ? '' : entries.launcher ? ' (a launcher in _meta over HTTP)' : ' (over HTTP)',
     );
     if (call.tool) this.extraCalls.add(index);
-    const choices = argumentChoices(call.tool ?? this.sub.exec!);
+    const choices = argumentChoices(call.tool ?? this.sub.exec!, 'all');
     const choice = choices[(call.choice ?? 0) % choices.length]!.values;
     const options: ProbeOptions = { check: this.options.checks.valid, ...(call.concurrent ? { concurrent: true } : {}), ...smuggled, ...choice };
     if (!call.shape && !call.tool && !smuggled && !call.slow) {

@@ -24,6 +24,7 @@ export const FORMS = [
   'backticks',
   'background',
   'bash -lc',
+  'bash -lc: operators in quotes',
   'sh -c',
   'multi-line',
   'heredoc',
@@ -179,6 +180,16 @@ function base(kit: CommandKit, { form, ms = SLOW_COMMAND_MS }: GrammarEntry, n: 
       const inner = `${q(kit.git)} status --short ${n} && echo done`;
       return { argv: ['bash', '-lc', inner], script: `bash -lc ${q(inner)}` };
     }
+    case 'bash -lc: operators in quotes': {
+      // Operators inside the script's own quotes (each eval runs the probe, after a `;` in single
+      // quotes and in double quotes), a cd into a path with a space, and text holding quotes of
+      // both kinds (the quotes of each kind balanced): a server that puts the script between quotes
+      // by concatenation (`bash -lc '<script>'`, `sh -c "<argv joined>"`) ends its quoting early,
+      // and the probe after the operator runs in the part that escaped, outside the launch.
+      const inner =
+        `eval 'true; ${kit.git} status ${n} --short' && cd "${kit.subdir}" && eval "true; ${kit.echo} ${n}" && ` + `printf '%s\\n' "it's, isn't it" 'say "hi"'`;
+      return { argv: ['bash', '-lc', inner], script: `bash -lc ${q(inner)}` };
+    }
     case 'sh -c': {
       const inner = `printf 'src\\n' | ${q(kit.ls)} -1 ${n}`;
       return { argv: ['sh', '-c', inner], script: `sh -c ${q(inner)}` };
@@ -215,12 +226,15 @@ function base(kit: CommandKit, { form, ms = SLOW_COMMAND_MS }: GrammarEntry, n: 
   }
 }
 
+/** The forms an argv tool gets as `<shell> -c <script>` with a bare shell name, as a model sends them. */
+const isWrapper = (form: CommandForm) => form === 'bash -lc' || form === 'bash -lc: operators in quotes' || form === 'sh -c';
+
 /** A form padded to a size: filler arguments for an argv command, a comment or a no-op word for a script. */
 export function generate(kit: CommandKit, entry: GrammarEntry, nonce: string): GeneratedCommand {
   const { form, size } = entry;
   const b = base(kit, entry, nonce);
   const target = SIZES[size];
-  if (b.argv && !['bash -lc', 'sh -c'].includes(form)) {
+  if (b.argv && !isWrapper(form)) {
     // A direct command: filler as more arguments (many short ones for the many-elements form).
     const missing = target - argvBytes(b.argv);
     const extra = missing <= 0 ? [] : form === 'argv: many elements' ? filler(missing).split(' ') : fillerElements(missing, 4_000);
@@ -235,7 +249,7 @@ export function generate(kit: CommandKit, entry: GrammarEntry, nonce: string): G
     if (script.includes('\n')) return `# ${filler(missing, '\n# ')}\n${script}`;
     return `: ${filler(missing)}; ${script}`;
   };
-  if (form === 'bash -lc' || form === 'sh -c') {
+  if (isWrapper(form)) {
     const [shell, flag, inner] = b.argv!;
     const script = padded(inner!, 12);
     return { form, size, argv: [shell!, flag!, script], script: `${shell} ${flag} ${q(script)}` };

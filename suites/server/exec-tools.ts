@@ -1,12 +1,17 @@
+import { isDeepStrictEqual } from 'node:util';
 import { isRefusal } from '../../harness/codex-session.js';
 import type { SandboxEntries } from '../../harness/codex-wire.js';
-import { adapterRejection, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { adapterRejection, readSessionId, renderArguments, toolArguments, type ExecAdapter, type SessionAdapter } from '../../harness/exec-adapter.js';
+import { isObject } from '../../harness/json.js';
+import type { QueuePair } from '../../harness/session-pairs.js';
+import { commandText } from '../engine/judge.js';
 import type { Observations } from '../../harness/observers.js';
 import {
   awaitProbeRuns,
   commandLabel,
   controlFacts,
   judgeFailClosed,
+  parseLaunchArgv,
   probeRunsOf,
   summarizeOutcome,
   violationsVerdict,
@@ -36,7 +41,7 @@ export const everyExecTool: CheckDef = {
   summary:
     'EXEC-1 holds for every tool, not only the one the other checks drive: a second tool that runs a script, evaluates code or starts a process runs it inside `codex sandbox` under the state of its own call, and runs nothing without a valid launcher, or over HTTP. Source: CONTRACT.md §3 EXEC-1, LAUNCH-2, LAUNCH-3, HTTP-1.',
   observes:
-    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends, at once, four commands past the durations, sizes and forms a server may special-case (a command that works for 2.5 s before it runs the probe, a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those four as Codex sends them there (nothing may run). Every exec tool, the primary included, is also driven with each choice of its optional properties (each alone at each of its values, and all together) and, for a code tool, with a program in each language it offers that this machine runs: with everything Codex sends and without a launcher over stdio, as Codex sends it over HTTP. Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. A session pair's send tool, detected in the tool list, is never sent a command alone: it gets the calls through its pair (a session opened with everything Codex sends, then the probe sent to it with everything Codex sends, without a launcher and with a relative one; over HTTP a session the open grants anyway is sent the probe as Codex sends it there), and a pair whose session cannot be opened or whose id cannot be read is could not run. Not applicable when the server has one exec tool and no session pair.",
+    "Every tool detected as one that runs a command (a `command`, `cmd`, `argv`, `script`, `code`, `shell`, `program` or `commandLine` property, or a description that says it runs something; or each exec tool the operator names) other than the one the other checks drive gets the fixed calls, on one server: with everything Codex sends (the probe must run inside a launch of the launcher sent), without a launcher, and with a relative launcher (both must get an error with nothing run), then with everything Codex sends, at once, four commands past the durations, sizes and forms a server may special-case (a command that works for 2.5 s before it runs the probe, a simple command over 1 KB, a `bash -lc` wrapper over 8 KB, a heredoc of about 100 KB: each must run inside a launch, or be refused; success with nothing run fails); over HTTP the plain call and those four as Codex sends them there (nothing may run). Every exec tool, the primary included, is also driven with each choice of its optional properties (each alone at its fixed values: one per property, a number at its largest, except a boolean both ways, every enum value and a working directory at the workspace and a subdirectory; and all together; exploration draws every value a model may give) and, for a code tool, with a program in each language it offers that this machine runs: with everything Codex sends and without a launcher over stdio, as Codex sends it over HTTP. Each tool's refusals count only on that same tool's control: over stdio its own call here, over HTTP its control call over stdio (made by the control scenario); a control counts only when its probe ran inside a launch of the launcher sent, so a tool that launches `true`, or hands our shell line to another language, is could not run, never a pass. Required properties are filled from the schema as detection does. The monitor charges here whatever ran for a call without authority, and to execution/inside-launch whatever ran outside a launch. A tool that was listed after a notifications/tools/list_changed, or by the end of the resident server's life, gets the call with everything Codex sends and the one without a launcher on that server. A tool whose call was rejected as invalid, or that ran nothing even with full authority, was not driven: could not run, never a pass. A session pair's send tool, detected in the tool list, is never sent a command alone: it gets the calls through its pair (a session opened with everything Codex sends, then the probe sent to it with everything Codex sends, without a launcher and with a relative one; over HTTP a session the open grants anyway is sent the probe as Codex sends it there), and a pair whose session cannot be opened or whose id cannot be read is could not run. A queue pair (a submit tool that takes a command and answers a job id, a collect tool that takes only that id) is driven through the pair: the probe queued and collected with everything Codex sends (it must run inside a launch of that authority, at either call: a submit that runs nothing is no failure), then queued with everything Codex sends and collected without a launcher (whatever runs must run inside the queueing call's launch) and collected under another state (it must be refused, or run under the collecting call's launch: a run under the queueing call's state once that call answered fails); over HTTP both calls as Codex sends them there (nothing may run). Its submit tool is never sent a command alone. Not applicable when the server has one exec tool and no session or queue pair.",
   why: 'A model calls whichever tool it likes: one unsandboxed tool beside a sandboxed one runs its commands with the full rights of the server.',
   typicalMistake: 'Routing the main shell tool through the launcher, and a later "run script" or "fast path" tool straight to a child process.',
   fix: 'Send every tool that runs anything through the same launcher code path, with the same authority checks.',
@@ -57,6 +62,8 @@ export interface ToolCalls {
   shaped: { label: string; probe: ExecProbe }[];
   /** A session pair's send tool whose session could not be opened or read: why (it was not driven). */
   unresolved?: string;
+  /** A failure found while driving (a queued command run under the queueing call's authority once another collected it). */
+  failure?: Verdict & { status: 'fail' };
 }
 
 /**
@@ -135,6 +142,112 @@ export async function driveSessionPair(ctx: ScenarioContext, pair: SessionAdapte
   if (!isRefusal(control.outcome)) return { adapter, control, refusals, shaped: [] };
   const unresolved = `${pair.send.tool}: it refused session id ${JSON.stringify(id)}, read from what ${pair.open.tool} returned (${JSON.stringify(summarizeOutcome(opened)).slice(0, 300)}), with everything Codex sends (${JSON.stringify(summarizeOutcome(control.outcome)).slice(0, 200)})`;
   return { adapter, control, refusals, shaped: [], unresolved };
+}
+
+/**
+ * A detected queue pair, given the fixed calls: the probe queued with everything Codex sends and
+ * collected with the same (the control: wherever it runs, at either call, it runs inside a launch of
+ * that authority), then queued with everything Codex sends and collected without a launcher (the
+ * collect must refuse, or have nothing to run: whatever ran, ran inside the queueing call's launch,
+ * else the monitor's finding). Over HTTP both calls as Codex sends them there: nothing may run. A
+ * queue call that runs nothing is no failure; its command is judged where it runs.
+ */
+export async function driveQueuePair(ctx: ScenarioContext, pair: QueuePair, check: string): Promise<ToolCalls> {
+  const adapter = queueAdapter(pair);
+  if (ctx.transport === 'http')
+    return {
+      adapter,
+      refusals: [{ label: 'over HTTP', probe: (await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check)).probe }],
+      shaped: [],
+    };
+  const { probe: control, unresolved } = await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), check);
+  // Collected without a launcher: the monitor judges whatever ran (inside the queueing call's launch, or nowhere).
+  await queueProbe(ctx, pair, ctx.codexEntries(), WITHOUT_LAUNCHER.entries(ctx), check);
+  // Collected under another state: it must refuse, or run the command under that state's launch. What ran
+  // by the time the queue call answered was the queue call's (under its own launch, the monitor's to judge).
+  const state = { ...ctx.state, [QUEUE_CANARY]: 'collected under another state than it was queued with' };
+  let ranBefore = 0;
+  const { probe: moved } = await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(state), check, async (nonce) => {
+    ranBefore = probeRunsOf(await ctx.observe(), nonce).length;
+  });
+  if (accepted(moved)) await awaitProbeRuns(ctx, [moved.nonce], ACCEPTED_RUN_WAIT_MS);
+  const observations = await ctx.observe();
+  const stale = probeRunsOf(observations, moved.nonce)
+    .slice(ranBefore)
+    .map((run) => observations.launches.find((l) => l.id === run.launchId))
+    .find((launch) => {
+      if (!launch) return false; // outside any launch: the monitor's finding
+      const [json] = parseLaunchArgv(launch.argv).stateArguments;
+      try {
+        return !isDeepStrictEqual(JSON.parse(json ?? 'null'), state);
+      } catch {
+        return true;
+      }
+    });
+  const failure = stale
+    ? (fail(
+        `${adapter.tool}: collected under another state, the queued command ran under a launch of another state than the collecting call's${commandLabel(moved.shown)}`,
+        {
+          expected: "refused, or run inside a launch under the collecting call's state",
+          actual: { launch: stale.argv, response: summarizeOutcome(moved.outcome) },
+        },
+      ) as Verdict & { status: 'fail' })
+    : undefined;
+  return { adapter, control, refusals: [], shaped: [], ...(unresolved ? { unresolved } : {}), ...(failure ? { failure } : {}) };
+}
+
+/** The top-level state field that differs when a queued command is collected under another state. */
+const QUEUE_CANARY = 'x-conformance-collected-elsewhere';
+
+/** A queue pair as the tool its findings name: "submit_job then job_result". */
+export const queueAdapter = (pair: QueuePair): ExecAdapter => ({
+  tool: `${pair.submit.tool} then ${pair.collect.tool}`,
+  arguments: pair.submit.arguments,
+  source: 'detected',
+});
+
+/** The probe queued by the pair's submit tool with `submitEntries` and collected with `collectEntries`; why not, when no id came back. */
+async function queueProbe(
+  ctx: IsolatedContext,
+  pair: QueuePair,
+  submitEntries: SandboxEntries,
+  collectEntries: SandboxEntries,
+  check: string,
+  /** Called once the queue call answered, with the probe's nonce. */
+  afterSubmit?: (nonce: string) => Promise<void>,
+): Promise<{ probe: ExecProbe; unresolved?: string }> {
+  const nonce = ctx.observers.newNonce();
+  const argv = ctx.observers.probeCommand(nonce);
+  const built = toolArguments({ tool: pair.submit.tool, arguments: pair.submit.arguments }, { argv });
+  const shown = { form: `simple, queued by ${pair.submit.tool}, collected by ${pair.collect.tool}`, text: commandText(built.line, ctx.observers.dir) };
+  const submitted = await ctx.callTool(pair.submit.tool, built.arguments, submitEntries, { check, nonce, command: shown });
+  const ok = submitted.kind === 'result' && !isRefusal(submitted);
+  const id = ok ? readSessionId(submitted.result, undefined, [pair.idProperty, 'jobId', 'job_id', 'taskId', 'task_id']) : undefined;
+  if (id === undefined) {
+    const probe = { nonce, command: argv, arguments: undefined, outcome: submitted, shown };
+    return ok
+      ? {
+          probe,
+          unresolved: `${pair.collect.tool}: no job id to collect (${pair.submit.tool} returned ${JSON.stringify(summarizeOutcome(submitted)).slice(0, 300)})`,
+        }
+      : { probe };
+  }
+  await afterSubmit?.(nonce);
+  const rendered = renderArguments(pair.collect.arguments, [], { jobId: id });
+  const args = pair.numericId && /^\d+$/.test(id) && isObject(rendered) ? { ...rendered, [pair.idProperty]: Number(id) } : rendered;
+  const outcome = await ctx.callTool(pair.collect.tool, args, collectEntries, { check, nonce, command: shown });
+  return { probe: { nonce, command: argv, arguments: undefined, outcome, shown } };
+}
+
+/** A queue pair's own control, over stdio (made by the control scenario): queued and collected with everything Codex sends. Its refusals over HTTP rest on it. */
+export async function queueControl(ctx: IsolatedContext, pair: QueuePair): Promise<ControlFacts> {
+  const name = queueAdapter(pair).tool;
+  const probe = await ctx.observers.keepingOutput(async () => {
+    const { probe: sent } = await queueProbe(ctx, pair, ctx.codexEntries(), ctx.codexEntries(), everyExecTool.id);
+    if (accepted(sent)) await awaitProbeRuns(ctx, [sent.nonce], ACCEPTED_RUN_WAIT_MS);
+    return sent;
+  });
+  return controlFacts(probe, await ctx.observe(), ctx.observers, name);
 }
 
 /** The probe, sent to `adapter`'s tool with these entries. The tool's name goes with the command's form, so that every finding about the call names the tool. */
@@ -247,6 +360,7 @@ export async function judgeToolCalls(
   primary: Promise<ControlFacts>,
 ): Promise<ToolVerdict> {
   const tool = calls.choice ? `${calls.adapter.tool} (${calls.choice})` : calls.adapter.tool;
+  if (calls.failure) return { kind: 'fail', verdict: calls.failure };
   if (calls.unresolved) return { kind: 'not-driven', why: calls.unresolved, rejected: false, session: true };
   const control = calls.control ? await judgeControl(tool, calls.control, observations, observers) : undefined;
   const facts = control ? Promise.resolve(control.facts) : ownControl(primary, calls.adapter.tool);
@@ -303,7 +417,7 @@ export const everyExecToolScenario: Scenario = {
     const primaryChoices = ctx.exec && argumentChoices(ctx.exec).length > 1;
     // A detected pair's send tool is driven through its pair (an operator's adapter is the session checks' alone).
     const pairs = ctx.sessionAdapters.filter((pair) => pair.detected);
-    if (ctx.execTools.length === 0 && !primaryChoices && pairs.length === 0) {
+    if (ctx.execTools.length === 0 && !primaryChoices && pairs.length === 0 && ctx.queuePairs.length === 0) {
       return new Map([
         [
           everyExecTool.id,
@@ -318,6 +432,7 @@ export const everyExecToolScenario: Scenario = {
       driven.push(...(await driveChoices(ctx, adapter, everyExecTool.id)));
     }
     for (const pair of pairs) driven.push(...[await driveSessionPair(ctx, pair, everyExecTool.id)].filter((calls) => calls !== undefined));
+    for (const pair of ctx.queuePairs) driven.push(await driveQueuePair(ctx, pair, everyExecTool.id));
     // Only session pairs, and over HTTP each refused to open a session: nothing to send to, nothing ran.
     if (driven.length === 0) return new Map([[everyExecTool.id, pass(`over HTTP no session opened (${pairs.map((p) => p.open.tool).join(', ')} refused)`)]]);
     // A tool that starts a session or a process may answer before the command has run (a loaded machine: seconds).

@@ -15,7 +15,7 @@ import {
   summarizeOutcome,
 } from '../engine/judge.js';
 import { runsGivenExecutable } from './launcher.js';
-import { toolControl } from './exec-tools.js';
+import { queueAdapter, queueControl, toolControl } from './exec-tools.js';
 import {
   couldNotRun,
   fail,
@@ -167,6 +167,7 @@ async function publishWithToolControls(ctx: ScenarioContext, facts: ControlFacts
   ctx.publishControl({ ...facts, tool });
   try {
     for (const adapter of ctx.execTools) tools.set(adapter.tool, await toolControl(ctx, adapter));
+    for (const pair of ctx.queuePairs) tools.set(queueAdapter(pair).tool, await queueControl(ctx, pair));
   } finally {
     made();
   }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { commandShapes, detectTemplate, renderArguments, toolArguments, type ExecAdapter } from '../../harness/exec-adapter.js';
 import { toolAccountText } from '../../cli/reporters/index.js';
-import { argumentChoices, optionalProperties, withShapes } from '../../suites/engine/tool-calls.js';
+import { argumentChoices, choicesOf, optionalProperties, withShapes } from '../../suites/engine/tool-calls.js';
 
 // Every shape a command property takes (issue 29 item 4): each is another argument choice, so a
 // server whose other branch runs the command directly is driven down that branch too.
@@ -112,7 +112,7 @@ describe('a command nested one level down', () => {
         'request',
       ]),
     );
-    expect(optionalProperties(adapter)).toEqual([{ name: 'request.cwd', values: ['{{cwd}}', '{{subdir}}'] }]);
+    expect(optionalProperties(adapter)).toEqual([{ name: 'request.cwd', values: ['{{cwd}}', '{{subdir}}'], fixed: ['{{cwd}}', '{{subdir}}'] }]);
     expect(argumentChoices(adapter).map((c) => c.label)).toEqual(['its template', 'with request.cwd "{{cwd}}"', 'with request.cwd "{{subdir}}"']);
     const built = toolArguments(adapter, { argv: ['ls'] }, { optional: { 'request.cwd': '{{cwd}}' }, vars: { cwd: '/w' } });
     expect(built.arguments).toEqual({ request: { command: 'ls', cwd: '/w' } });
@@ -150,4 +150,41 @@ test('the header names each shape a tool is sent, with its template', () => {
   expect(toolAccountText(account)).toContain(
     'with {"command":"{{argv}}"}; its calls also send command as a shell string {"command":"{{command}}"}; the program in command, its arguments in args {"command":"{{argv0}}","args":"{{argvRest}}"} (',
   );
+});
+
+// Values from the schema (issue 42 item 1): every value a model may give, exploration's; one per property for the fixed checks.
+describe('values from the schema', () => {
+  test('numbers at their minimum, a typical value and their maximum (or, unbounded, a timeout of an hour); strings, arrays, objects', () => {
+    expect(choicesOf('timeout_ms', { type: 'integer', minimum: 1 })).toEqual({ values: [1, 60000, 3_600_000], fixed: [3_600_000] });
+    expect(choicesOf('timeout', { type: 'number', description: 'seconds' })).toEqual({ values: [60, 3_600], fixed: [3_600] });
+    expect(choicesOf('priority', { type: 'integer', minimum: 0, maximum: 10 })).toEqual({ values: [0, 1, 10], fixed: [10] });
+    expect(choicesOf('label', { type: 'string' })).toEqual({ values: ['notes'], fixed: ['notes'] });
+    expect(choicesOf('mode', { type: 'string', default: 'fast', examples: ['fast', 'slow'] })).toEqual({ values: ['fast', 'slow'], fixed: ['fast'] });
+    expect(choicesOf('callback', { type: 'string', format: 'uri' }).values).toEqual(['https://example.com/']);
+    expect(choicesOf('tags', { type: 'array', items: { type: 'string' } }).values).toEqual([['notes']]);
+    expect(choicesOf('metadata', { type: 'object', properties: { owner: { type: 'string' } } }).values).toEqual([{ owner: 'notes' }]);
+    expect(choicesOf('notify', { type: 'boolean' })).toEqual({ values: [true, false], fixed: [true, false] });
+  });
+  test('the fixed checks send one value per property; exploration every one; the header lists them all', () => {
+    const adapter = adapterOf(
+      tool('run_job', { command: { type: 'string' }, timeout_ms: { type: 'integer', minimum: 1 }, label: { type: 'string' } }, ['command']),
+    );
+    expect(argumentChoices(adapter).map((c) => c.label)).toEqual([
+      'its template',
+      'with timeout_ms 3600000',
+      'with label "notes"',
+      'with timeout_ms 3600000, label "notes"',
+    ]);
+    expect(argumentChoices(adapter, 'all').map((c) => c.label)).toEqual([
+      'its template',
+      'with timeout_ms 1',
+      'with timeout_ms 60000',
+      'with timeout_ms 3600000',
+      'with label "notes"',
+      'with timeout_ms 3600000, label "notes"',
+    ]);
+    expect(withShapes({ name: 'run_job', adapter } as never).sent).toEqual([
+      'each optional property alone and all together (timeout_ms: 1 | 60000 | 3600000*; label: "notes"; the fixed checks send those marked *)',
+    ]);
+  });
 });

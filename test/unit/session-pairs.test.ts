@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { detectSessionPairs, openShape, sendShape } from '../../harness/session-pairs.js';
+import { detectQueuePairs, detectSessionPairs, openShape, sendShape } from '../../harness/session-pairs.js';
 import { resolveExecTools } from '../../harness/exec-adapter.js';
 
 const tool = (name: string, properties: Record<string, unknown>, required: string[] = Object.keys(properties), description?: string) => ({
@@ -70,5 +70,27 @@ describe('session pairs', () => {
     expect(resolved.accounts.find((a) => a.name === 'shell_send')).toEqual({ name: 'shell_send', why: 'sends commands to a session "shell_open" opens' });
     // Without it, the send tool would be an exec tool it cannot fill.
     expect(resolveExecTools(tools).extra.map((a) => [a.tool, a.unfilled])).toEqual([['shell_send', ['session']]]);
+  });
+});
+
+describe('queue pairs (issue 42 item 2)', () => {
+  test('a submit tool that takes a command and a collect tool that takes only its job id', () => {
+    const argv = { type: 'array', items: str };
+    expect(detectQueuePairs([tool('submit_job', { command: str }), tool('job_result', { job_id: str })])).toEqual([
+      {
+        submit: { tool: 'submit_job', arguments: { command: '{{command}}' } },
+        collect: { tool: 'job_result', arguments: { job_id: '{{jobId}}' } },
+        idProperty: 'job_id',
+        numericId: false,
+      },
+    ]);
+    expect(detectQueuePairs([tool('enqueue_command', { command: argv }), tool('wait_task', { task_id: { type: 'integer' } })])).toMatchObject([
+      { submit: { tool: 'enqueue_command', arguments: { command: '{{argv}}' } }, idProperty: 'task_id', numericId: true },
+    ]);
+  });
+  test('no pair: a session pair, a start verb with no job noun, a collect tool that takes a command, a lone tool', () => {
+    expect(detectQueuePairs([tool('start_process', { command: str }), tool('read_process_output', { pid: { type: 'integer' } })])).toEqual([]);
+    expect(detectQueuePairs([tool('submit_job', { command: str }), tool('job_output', { job_id: str, command: str })])).toEqual([]);
+    expect(detectQueuePairs([tool('run_job', { command: str })])).toEqual([]);
   });
 });
