@@ -153,10 +153,13 @@ function treePids(root) {
 /**
  * Runs `command args` to its end, measuring the whole run's peak memory (see the top of this file).
  * Resolves { code, signal, ms, stdout, stderr, mechanism, peakMb (the kernel's figure, undefined
- * without a memory cgroup), sampled: { peakRssMb, peakAnonMb, peakProcesses, samples },
+ * without a memory cgroup), sampled: { peakRssMb, peakAnonMb, peakProcesses, samples, atPeakAnon
+ * (with perProcess: { ms, processes: [{ pid, anonMb }] } at the sampled peak) }, leftBehind (processes
+ * of the run still there 2 s after the command ended, killed),
  * processes (with perProcess: [{ pid, command, peakRssMb, peakAnonMb, firstMs, lastMs }]) }.
+ * With perProcess, `onSample(ms, [{ pid, anonMb }])` sees every sample (a timeline).
  */
-export function measureWholeRun(command, args, { env = process.env, cwd, intervalMs = 50, perProcess = false } = {}) {
+export function measureWholeRun(command, args, { env = process.env, cwd, intervalMs = 50, perProcess = false, onSample } = {}) {
   const cgroup = newMemoryCgroup();
   const started = performance.now();
   // Born in the cgroup: the shell joins it, then becomes the command (nothing between it and its children).
@@ -201,6 +204,7 @@ export function measureWholeRun(command, args, { env = process.env, cwd, interva
     }
     sampled.samples++;
     sampled.peakRssMb = Math.max(sampled.peakRssMb, rss / 1024);
+    if (perProcess) onSample?.(now, here);
     if (anon / 1024 > sampled.peakAnonMb) {
       sampled.peakAnonMb = anon / 1024;
       if (perProcess) sampled.atPeakAnon = { ms: now, processes: here };
@@ -219,10 +223,20 @@ export function measureWholeRun(command, args, { env = process.env, cwd, interva
       clearInterval(timer);
       const ms = performance.now() - started;
       let peakMb;
+      let leftBehind = 0;
       if (cgroup) {
-        // Whatever the command left running is part of the run: the figure is read after it is gone.
+        // Whatever the command left running is part of the run: the figure is read once it is gone
+        // (after 2 s, what is still there is killed and counted: the run should have ended it).
         for (const until = Date.now() + 2000; cgroupPids(cgroup.dir).length && Date.now() < until;)
           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        for (const pid of cgroupPids(cgroup.dir)) {
+          leftBehind++;
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // gone meanwhile
+          }
+        }
         peakMb = cgroup.peakBytes() / MB;
         removeCgroup(cgroup.dir);
       }
@@ -235,6 +249,7 @@ export function measureWholeRun(command, args, { env = process.env, cwd, interva
         mechanism: cgroup?.mechanism ?? `sampled every ${intervalMs} ms (no writable memory cgroup)`,
         peakMb,
         sampled,
+        leftBehind,
         ...(perProcess ? { processes: [...records.values()] } : {}),
       });
     });
@@ -304,6 +319,7 @@ export async function chattyRunMemory(resultBytes, { scratch = tmpdir(), extraAr
     sampled: run.sampled,
     atPeak: { serversMb: sum(servers), servers: servers.length, cliMb: sum(own), restMb: sum(atPeak) - sum(servers) - sum(own) },
     serverProcesses: run.processes.filter((p) => isServer(p.command)).length,
+    leftBehind: run.leftBehind,
     verdicts,
     stderr: run.stderr,
   };
@@ -319,6 +335,7 @@ export async function chattyMemoryLines(sizes, runs, options = {}) {
     const list = results.get(size);
     const peak = median(list.map((r) => r.peakMb));
     const codes = [...new Set(list.map((r) => r.code))].join('/');
+    const left = list.reduce((total, r) => total + r.leftBehind, 0);
     const same = (r) => r.verdicts && ordinary && r.verdicts.join('\n') === ordinary.join('\n');
     const verdicts = !list.every((r) => r.verdicts)
       ? 'NO REPORT'
@@ -336,7 +353,8 @@ export async function chattyMemoryLines(sizes, runs, options = {}) {
         `whole-run peak memory, CLI default run, chatty.mjs ${size ? `with ${size / 1e6} MB results` : 'as the reference (ordinary results)'}, stdio + HTTP: ` +
         `${mb(peak)} median   [${list.map((r) => mb(r.peakMb)).join(', ')}] (${list[0].mechanism}); exit ${codes}; ${verdicts}; ` +
         `sampled peak of anonymous RSS ${mb(median(list.map((r) => r.sampled.peakAnonMb)))} (${split(at)}), up to ${Math.max(...list.map((r) => r.sampled.peakProcesses))} processes at once, ` +
-        `${median(list.map((r) => r.serverProcesses))} server processes, ${(median(list.map((r) => r.ms)) / 1000).toFixed(1)} s`,
+        `${median(list.map((r) => r.serverProcesses))} server processes, ${(median(list.map((r) => r.ms)) / 1000).toFixed(1)} s` +
+        (left ? `; ${left} processes LEFT BEHIND (killed)` : ''),
     };
   });
 }
