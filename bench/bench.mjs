@@ -17,9 +17,15 @@
 // throughput (sequences per second, exploration alone, on the reference server), the suite with
 // --jobs 1 (scaling), and the CLI's own peak RSS, measured in a child process running the CLI.
 // Then default runs of the CLI over stdio and HTTP: on a server built on the official SDK, and on
-// the reference taking 2 s to start (fixtures/servers/slow-start.mjs).
+// the reference taking 2 s to start (fixtures/servers/slow-start.mjs). Last, the whole run's peak
+// memory (the CLI and every process it starts, servers included: bench/whole-run-memory.mjs) of a
+// default run over stdio and HTTP on the reference with 10 MB of build log in every tool result
+// (fixtures/servers/chatty.mjs), with its exit code and whether its verdicts are the ordinary server's.
 // Options (environment): BENCH_RUNS (default 5), BENCH_JOBS1_RUNS (default 2), BENCH_RSS_RUNS (default 2),
-// BENCH_CLI_RUNS (default 2), BENCH_EXPLORE_SEQUENCES (default 60).
+// BENCH_CLI_RUNS (default 2), BENCH_EXPLORE_SEQUENCES (default 60), BENCH_MEMORY_RUNS (default 3),
+// BENCH_MEMORY_RESULT_BYTES (default 10000000; a comma-separated list measures each, 0 the ordinary
+// server; the ordinary server's verdicts are the reference when 0 is among them). Only that figure:
+// node bench/whole-run-memory.mjs (the same variables).
 // Needs a build (npx tsc -p .).
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,12 +41,15 @@ const { allScenarios } = await import(pathToFileURL(join(root, 'dist/suites/inde
 const { EXPLORE_DEFAULTS } = await import(pathToFileURL(join(root, 'dist/suites/server/explore.js')).href);
 const { RESIDENT_GAPS } = await import(pathToFileURL(join(root, 'dist/suites/server/lifetime.js')).href);
 const { codexServerEnvironment } = await import(pathToFileURL(join(root, 'dist/harness/codex-environment.js')).href);
+const { chattyMemoryLines } = await import(pathToFileURL(join(root, 'bench/whole-run-memory.mjs')).href);
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const JOBS1_RUNS = Number(process.env.BENCH_JOBS1_RUNS ?? 2);
 const RSS_RUNS = Number(process.env.BENCH_RSS_RUNS ?? 2);
 const CLI_RUNS = Number(process.env.BENCH_CLI_RUNS ?? 2);
 const EXPLORE_SEQUENCES = Number(process.env.BENCH_EXPLORE_SEQUENCES ?? 60);
+const MEMORY_RUNS = Number(process.env.BENCH_MEMORY_RUNS ?? 3);
+const MEMORY_SIZES = (process.env.BENCH_MEMORY_RESULT_BYTES ?? '10000000').split(',').map(Number);
 const JOBS = availableParallelism();
 const referenceServer = join(root, 'fixtures/servers/mutant-base/server.mjs');
 const referenceConfig = join(root, 'fixtures/servers/mutant-base/mcp-sandbox-conformance.json');
@@ -244,6 +253,8 @@ try {
   }
   const rss = [];
   for (let i = 0; i < RSS_RUNS; i++) rss.push(await cliPeakRss());
+  // The whole run's memory with large results (bench/whole-run-memory.mjs).
+  const memory = MEMORY_RUNS > 0 ? await chattyMemoryLines(MEMORY_SIZES, MEMORY_RUNS, { scratch }) : [];
 
   const suiteMedian = median(suiteMs);
   const floorMedian = median(floorMs);
@@ -282,6 +293,7 @@ try {
   console.log(
     `CLI default run, reference with a 2 s start-up, stdio + HTTP: ${cliLine(cliRuns.slow)}   (target <= 15 s: ${slowMs <= 15000 ? 'met' : 'NOT met'})`,
   );
+  for (const { size, peakMb, line } of memory) console.log(size === 10_000_000 ? `${line}   (target <= 250 MB: ${peakMb <= 250 ? 'met' : 'NOT met'})` : line);
   console.log(`load average after: ${load()}`);
 } finally {
   rmSync(scratch, { recursive: true, force: true });

@@ -3,13 +3,19 @@ import { createHash, type Hash } from 'node:crypto';
 /**
  * The bounded form of a server's message: what the suite keeps of anything a server sends, so that
  * its memory does not grow with what the server writes. A string longer than STRING_KEEP bytes
- * keeps its first and last STRING_KEEP / 2 bytes around a marker with its size and a hash; once a
- * message has kept MESSAGE_STRINGS_KEEP bytes of strings, further long strings keep only
- * STRING_KEEP_SPENT bytes; once it has kept MESSAGE_NODES values, further array items and object
- * members are counted, not kept. Everything else (keys, `isError`, ids, short texts) is exact.
+ * (and MARKER_ROOM more) keeps its first and last STRING_KEEP / 2 bytes around a marker with its
+ * size and a hash; once a message has kept MESSAGE_STRINGS_KEEP bytes of strings, further long
+ * strings keep only STRING_KEEP_SPENT bytes; once it has kept MESSAGE_NODES values, further array
+ * items and object members are counted, not kept. Everything else (keys, `isError`, ids, short
+ * texts) is exact. Bounding a bounded form again changes nothing (a cut string with its marker is
+ * within the bound), so a message bounded as it arrived and then again after a library parsed it
+ * (HTTP: harness/http-target.ts) keeps the marker of the first cut, with the whole string's size
+ * and hash.
  */
 export const STRING_KEEP = 64 * 1024;
 const STRING_KEEP_SPENT = 512;
+/** A string up to this many bytes over its limit is kept whole: more than any marker takes (under 100 bytes). */
+const MARKER_ROOM = 128;
 const MESSAGE_STRINGS_KEEP = 256 * 1024;
 const MESSAGE_NODES = 10_000;
 const SCALAR_KEEP = 1024;
@@ -61,7 +67,7 @@ export function boundValue(value: unknown): unknown {
       const limit = budget.stringLimit();
       const bytes = Buffer.byteLength(v, 'utf8');
       budget.keep(Math.min(bytes, limit));
-      if (bytes <= limit) return v;
+      if (bytes <= limit + MARKER_ROOM) return v;
       cut = true;
       const half = limit / 2;
       const hash = shortHash(createHash('sha256').update(v));
@@ -103,7 +109,11 @@ function decodeRaw(raw: Buffer, cutAtEnd: boolean, cutAtStart: boolean): string 
   return '';
 }
 
-/** One string being read: whole while short, else its head, a rolling tail and a hash. */
+/**
+ * One string being read: whole while short, else its head, a rolling tail and a hash. The pieces
+ * are held as they came (views of the chunks read, never copied: a copy of every piece of a long
+ * string is as much garbage again as the string), at most about one piece more than the bound.
+ */
 class StringSink {
   private head: Buffer[] = [];
   private headBytes = 0;
@@ -120,8 +130,8 @@ class StringSink {
   add(bytes: Buffer): void {
     this.total += bytes.length;
     if (!this.keep) return;
-    if (this.hash === undefined && this.total <= this.limit) {
-      this.head.push(Buffer.from(bytes));
+    if (this.hash === undefined && this.total <= this.limit + MARKER_ROOM) {
+      this.head.push(bytes);
       this.headBytes += bytes.length;
       return;
     }
@@ -130,13 +140,13 @@ class StringSink {
       this.hash = createHash('sha256');
       const start = Buffer.concat([...this.head, bytes]);
       this.hash.update(start);
-      this.head = [Buffer.from(start.subarray(0, this.limit / 2))];
+      this.head = [start.subarray(0, this.limit / 2)];
       this.headBytes = this.limit / 2;
-      this.tail = [Buffer.from(start.subarray(this.limit / 2))];
+      this.tail = [start.subarray(this.limit / 2)];
       this.tailBytes = start.length - this.limit / 2;
     } else {
       this.hash.update(bytes);
-      this.tail.push(Buffer.from(bytes));
+      this.tail.push(bytes);
       this.tailBytes += bytes.length;
     }
     while (this.tailBytes - this.tail[0]!.length >= this.limit / 2) this.tailBytes -= this.tail.shift()!.length;

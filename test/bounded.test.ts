@@ -10,8 +10,9 @@ import { reporterFlags, runCli, type CliRun } from './fixtures/run-cli.js';
  * notifications and stderr, one huge message) get the verdicts the same server gets when it says
  * little, and the CLI's own peak RSS stays under 250 MB. Before the bounds these runs took 0.5 to
  * 2 GB. The checks chosen make many calls (each result is kept by its probe record and transcript).
- * Results of 10 MB each are measured by hand (README figures): under load, with every call that slow,
- * the resident's core calls may not finish in a run this short, which is not what is measured here.
+ * Results of 10 MB each, and the whole run's memory with the servers', are measured by the bench
+ * (bench/whole-run-memory.mjs; README, "The whole run's memory"): under load, with every call that
+ * slow, the resident's core calls may not finish in a run this short, which is not what is measured here.
  */
 
 const CHATTY = join(root, 'fixtures/servers/chatty.mjs');

@@ -54,6 +54,19 @@ describe('boundValue', () => {
     const value = { a: ['x'.repeat(1000)], b: { c: 1 } };
     expect(boundValue(value)).toBe(value);
   });
+  test('a bounded form bounded again is unchanged: its marker keeps the whole string size and hash (a message parsed again after the parser, as over HTTP)', () => {
+    const long = 'é' + 'y'.repeat(3_000_000) + 'THE END';
+    const texts = [long, long.slice(0, 600_000), 'z'.repeat(STRING_KEEP + 100), 'w'.repeat(STRING_KEEP + 1000)];
+    const text = JSON.stringify({ result: { content: texts.map((t) => ({ type: 'text', text: t })) } });
+    const once = parse(text, 65536);
+    expect(boundValue(JSON.parse(JSON.stringify(once)))).toEqual(once);
+    const content = (once as { result: { content: { text: string }[] } }).result.content;
+    expect(content[0]!.text).toMatch(/…\[29\d{5} bytes elided here by the conformance suite, sha256 [0-9a-f]{16}…\]…/);
+    // Just over the limit, by less than a marker takes: kept whole.
+    expect(content[2]!.text).toBe(texts[2]);
+    expect(content[3]!.text).toContain('bytes elided here');
+    expect(boundValue({ t: content[0]!.text })).toEqual({ t: content[0]!.text });
+  });
   test('a long string is cut as the parser cuts it', () => {
     const value = { result: { content: [{ type: 'text', text: 'a'.repeat(3_000_000) + 'tail' }], isError: false } };
     const bounded = boundValue(value) as typeof value;

@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { listenerAmong, startHttpCommand } from '../../harness/http-target.js';
+import { STRING_KEEP } from '../../harness/bounded-json.js';
+import { CodexHttpTransport, listenerAmong, startHttpCommand } from '../../harness/http-target.js';
 import { Transcript } from '../../harness/transcript.js';
 import { root } from '../helpers.js';
 
@@ -40,3 +42,38 @@ test('--http-command that finds its port taken is started again on another port;
     /exited \(code 3\) before listening/,
   );
 }, 60_000);
+
+test('over HTTP a long string keeps the marker of its first cut, with the whole string’s size (JSON and event-stream answers)', async () => {
+  const text = 'build log line; '.repeat(200_000); // 3.2 MB, no escapes: its kept head and tail and the marker are over the bound when decoded
+  const answer = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text }] } });
+  const server = createHttpServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      if (request.url === '/sse') {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.end(`event: message\ndata: ${answer}\n\n`);
+      } else {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(answer);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  try {
+    for (const path of ['/json', '/sse']) {
+      const transport = await CodexHttpTransport.create(`http://127.0.0.1:${port}${path}`);
+      const received = new Promise<unknown>((resolve) => (transport.onmessage = resolve));
+      await transport.start();
+      await transport.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'exec', arguments: {} } });
+      const message = (await received) as { result: { content: { text: string }[] } };
+      const kept = message.result.content[0]!.text;
+      expect(kept.length, path).toBeLessThan(STRING_KEEP + 200);
+      expect(kept.match(/bytes elided here/g), path).toHaveLength(1);
+      expect(Number(/…\[(\d+) bytes elided/.exec(kept)![1]), path).toBe(Buffer.byteLength(JSON.stringify(text)) - 2 - STRING_KEEP); // the bytes as sent, escapes included
+      await transport.close();
+    }
+  } finally {
+    server.close();
+  }
+});
